@@ -1,0 +1,86 @@
+//! One run, end to end: plan → select → run → report → exit code.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use libtest_mimic::Arguments;
+
+use crate::checks;
+use crate::config::{ConfigErrors, Scenario, Suite};
+use crate::exit;
+use crate::model::{CheckName, RunReport};
+use crate::report::{self, console};
+use crate::runner::{self, Check, RunContext, StderrProgress};
+use crate::secret::Redactor;
+
+pub struct RunRequest {
+    pub scenario: Scenario,
+    pub suite: Suite,
+    pub redactor: Redactor,
+    pub tests: Arguments,
+    pub results_dir: Option<PathBuf>,
+}
+
+pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redactor) -> i32 {
+    eprintln!("error: invalid {what}:");
+    for e in &errors.0 {
+        eprintln!("  {}", redactor.redact(&e.to_string()));
+    }
+    exit::USAGE
+}
+
+pub fn execute(request: RunRequest) -> i32 {
+    let RunRequest { scenario, mut suite, redactor, tests, results_dir } = request;
+    if let Some(dir) = results_dir {
+        suite.outputs.dir = dir;
+    }
+    let planned: Vec<Arc<dyn Check>> = checks::plan(&scenario, &suite);
+    let names: Vec<CheckName> = planned.iter().map(|c| c.name().clone()).collect();
+    let stale: Vec<_> = runner::unknown_baseline_entries(&suite.known_failures, &names).into_iter().map(|k| {
+        let mut e = k.origin.clone();
+        e.message = format!("known failure `{}` names no check this suite plans for this scenario", k.check);
+        e
+    }).collect();
+    if !stale.is_empty() {
+        return report_config_errors("suite", &ConfigErrors(stale), &redactor);
+    }
+    if tests.list {
+        console::list(&tests, &names);
+        return exit::OK;
+    }
+    let (selected, unselected): (Vec<_>, Vec<_>) = planned.into_iter().partition(|c| console::is_selected(&tests, &c.name().to_string()));
+    let unselected: Vec<String> = unselected.iter().map(|c| c.name().to_string()).collect();
+
+    let started_at = SystemTime::now();
+    let started = Instant::now();
+    let scenario_name = scenario.name.clone();
+    let suite_name = suite.file.display().to_string();
+    let mode = suite.mode;
+    let outputs = suite.outputs.clone();
+    let ctx = Arc::new(RunContext { scenario, suite, redactor: redactor.clone() });
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("cannot start the tokio runtime");
+    let progress = Arc::new(StderrProgress { redactor: redactor.clone() });
+    let results = runtime.block_on(runner::run_checks(selected, ctx, progress));
+    runtime.shutdown_background();
+
+    let report = RunReport { scenario: scenario_name, suite: suite_name, mode, started_at, duration: started.elapsed(), results, filtered_out: unselected.len() };
+    console::print(&tests, &report, &unselected, &redactor);
+    let c = report.counts();
+    println!(
+        "cordon: {} passed, {} failed, {} unreachable, {} skipped, {} known failure(s), {} stale baseline entr(ies) in {:.1}s",
+        c.passed, c.failed, c.unreachable, c.skipped, c.known_failures, c.stale_baseline, report.duration.as_secs_f64()
+    );
+    match report::write_all(&report, &outputs, &redactor) {
+        Ok(paths) => {
+            for p in paths {
+                println!("wrote {}", p.display());
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {}", redactor.redact(&e.to_string()));
+            return exit::INFRASTRUCTURE;
+        }
+    }
+    report.exit_code()
+}

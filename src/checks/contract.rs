@@ -1,0 +1,177 @@
+//! `contract::<provider>::{tools,read,anonymous,wrong_bearer,foreign_bearer}`.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use super::{attempt_from_error, host_endpoint, refusal};
+use crate::config::{Expectation, Family, Provider, Scenario};
+use crate::mcp::{McpClient, Session, Tool, ToolResult, schema_hash};
+use crate::model::{Attempt, CheckName};
+use crate::runner::{Check, RunContext};
+
+pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
+    let mut checks: Vec<Arc<dyn Check>> = Vec::new();
+    for provider in scenario.providers.iter().filter(|p| !p.disabled) {
+        let id = &provider.id;
+        let aspect = |a: &str| CheckName::with_aspect(Family::Contract, id.clone(), a);
+        checks.push(Arc::new(ToolsCheck { name: aspect("tools"), provider: id.clone() }));
+        checks.push(Arc::new(ReadCheck { name: aspect("read"), provider: id.clone() }));
+        for bearer in [refusal::Bearer::Anonymous, refusal::Bearer::Wrong, refusal::Bearer::Foreign] {
+            checks.push(Arc::new(refusal::RefusalCheck { name: aspect(bearer.aspect()), provider: id.clone(), bearer }));
+        }
+    }
+    checks
+}
+
+/// Opens a session with the credential the provider expects.
+pub async fn open_session(ctx: &RunContext, provider: &Provider) -> Result<(McpClient, Session, Vec<String>), Attempt> {
+    let secret = ctx.scenario.secret(&provider.credential).clone();
+    let client = McpClient::new(host_endpoint(provider), Some(secret), ctx.suite.limits.clone())
+        .map_err(|e| attempt_from_error("cannot build the HTTP client", &e, vec![]))?;
+    let session = client.connect().await.map_err(|e| attempt_from_error(&format!("session with {} refused or failed", provider.url), &e, vec![format!("endpoint: {} ({:?})", provider.url, provider.transport)]))?;
+    let evidence = vec![format!("endpoint: {}", provider.url), format!("era: {:?}", session.era)];
+    Ok((client, session, evidence))
+}
+
+struct ToolsCheck {
+    name: CheckName,
+    provider: String,
+}
+
+impl Check for ToolsCheck {
+    fn name(&self) -> &CheckName {
+        &self.name
+    }
+
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
+            let (client, session, mut evidence) = match open_session(ctx, provider).await {
+                Ok(s) => s,
+                Err(attempt) => return attempt,
+            };
+            let listed = client.list_tools(&session).await;
+            client.close(session).await;
+            match listed {
+                Ok(tools) => judge_tools(provider, &tools, &mut evidence),
+                Err(e) => attempt_from_error("tools/list failed", &e, evidence),
+            }
+        })
+    }
+}
+
+/// The served set must equal the allowlist exactly: a subset is as wrong as a superset.
+pub fn judge_tools(provider: &Provider, tools: &[Tool], evidence: &mut Vec<String>) -> Attempt {
+    let served: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    let allowed: BTreeSet<&str> = provider.tools.allowlist.iter().map(String::as_str).collect();
+    let hash = schema_hash(tools);
+    evidence.push(format!("served: [{}]", served.iter().copied().collect::<Vec<_>>().join(", ")));
+    evidence.push(format!("allowlist: [{}]", allowed.iter().copied().collect::<Vec<_>>().join(", ")));
+    evidence.push(format!("schema_sha256: {hash}"));
+    let mut problems = Vec::new();
+    if served.len() != tools.len() {
+        problems.push(format!("{} tool name(s) served more than once", tools.len() - served.len()));
+    }
+    let extra: Vec<&str> = served.difference(&allowed).copied().collect();
+    let missing: Vec<&str> = allowed.difference(&served).copied().collect();
+    let mutating: Vec<&str> = served.iter().copied().filter(|t| provider.tools.mutating.iter().any(|m| m == t)).collect();
+    if !provider.tools.mutating_enabled && !mutating.is_empty() {
+        problems.push(format!("mutating tool(s) served while mutating tools are not enabled: {}", mutating.join(", ")));
+    }
+    if !extra.is_empty() {
+        problems.push(format!("serves tool(s) outside the allowlist: {}", extra.join(", ")));
+    }
+    if !missing.is_empty() {
+        problems.push(format!("does not serve allowlisted tool(s): {} (a subset is not the contract)", missing.join(", ")));
+    }
+    if let Some(pinned) = &provider.tools.schema_sha256 {
+        if *pinned != hash {
+            problems.push(format!("tool schema hash {hash} differs from the pinned {pinned}"));
+        }
+    }
+    if problems.is_empty() { Attempt::Pass { evidence: std::mem::take(evidence) } } else { Attempt::fail(problems.join("; "), std::mem::take(evidence)) }
+}
+
+struct ReadCheck {
+    name: CheckName,
+    provider: String,
+}
+
+impl Check for ReadCheck {
+    fn name(&self) -> &CheckName {
+        &self.name
+    }
+
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
+            let Some(read) = &provider.read else {
+                return Attempt::Skip { reason: format!("the scenario gives provider `{}` no deterministic read (`read:`)", provider.id) };
+            };
+            let (client, session, mut evidence) = match open_session(ctx, provider).await {
+                Ok(s) => s,
+                Err(attempt) => return attempt,
+            };
+            let called = client.call_tool(&session, &read.tool, read.arguments.clone()).await;
+            client.close(session).await;
+            evidence.push(format!("call: {}({})", read.tool, read.arguments));
+            match called {
+                Ok(result) => judge_read(&read.tool, &read.expect, &result, evidence),
+                Err(e) => attempt_from_error(&format!("tools/call {} failed", read.tool), &e, evidence),
+            }
+        })
+    }
+}
+
+pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evidence: Vec<String>) -> Attempt {
+    evidence.push(format!("result: {}", excerpt(&result.raw.to_string(), 400)));
+    if result.is_error {
+        return Attempt::fail(format!("read tool `{tool}` returned isError: true: {}", excerpt(&result.text.join(" "), 200)), evidence);
+    }
+    match expect {
+        Expectation::TextContains(needle) => {
+            if result.text.iter().any(|t| t.contains(needle.as_str())) {
+                Attempt::Pass { evidence }
+            } else {
+                Attempt::fail(format!("read tool `{tool}` returned no text containing {needle:?}"), evidence)
+            }
+        }
+        Expectation::JsonSubset(expected) => {
+            let candidates = result.structured.iter().cloned().chain(result.text.iter().filter_map(|t| serde_json::from_str::<Value>(t).ok()));
+            for candidate in candidates {
+                if json_contains(&candidate, expected) {
+                    return Attempt::Pass { evidence };
+                }
+            }
+            Attempt::fail(format!("read tool `{tool}` returned nothing (structuredContent or JSON text) containing {expected}"), evidence)
+        }
+    }
+}
+
+/// `expected` is contained in `actual`: objects by key (recursively), everything else equal.
+pub fn json_contains(actual: &Value, expected: &Value) -> bool {
+    match (actual, expected) {
+        (Value::Object(a), Value::Object(e)) => e.iter().all(|(k, ev)| a.get(k).is_some_and(|av| json_contains(av, ev))),
+        _ => actual == expected,
+    }
+}
+
+pub fn excerpt(text: &str, max: usize) -> String {
+    if text.chars().count() <= max { text.to_string() } else { format!("{}…", text.chars().take(max).collect::<String>()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_subset_matches_nested_objects() {
+        assert!(json_contains(&json!({"result": 5, "x": {"a": 1, "b": 2}}), &json!({"x": {"a": 1}})));
+        assert!(!json_contains(&json!({"result": 5}), &json!({"result": 6})));
+        assert!(!json_contains(&json!([1, 2]), &json!([1])));
+    }
+}

@@ -1,0 +1,160 @@
+//! Command line: arguments parsed once into requests for [`crate::app`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use libtest_mimic::Arguments;
+use url::Url;
+
+use crate::app::{self, RunRequest};
+use crate::config::duration::parse_duration;
+use crate::config::{Expectation, Provider, ReadSpec, Refusal, Scenario, Suite, ToolsContract};
+use crate::exit;
+use crate::mcp::{Limits, Transport};
+use crate::secret::{MIN_SECRET_LEN, Redactor};
+
+#[derive(Parser)]
+#[command(name = "cordon", version, about = "End-to-end contract and isolation checks for MCP deployments")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a suite against a scenario.
+    Run {
+        #[arg(long)]
+        suite: PathBuf,
+        #[arg(long)]
+        scenario: PathBuf,
+        /// Directory for JUnit, JSON and Markdown (overrides the suite's outputs.dir).
+        #[arg(long)]
+        results: Option<PathBuf>,
+        #[command(flatten)]
+        tests: Arguments,
+    },
+    /// Check one endpoint's contract from here, without a scenario file.
+    Probe(Box<ProbeArgs>),
+}
+
+#[derive(clap::Args)]
+struct ProbeArgs {
+    /// The MCP endpoint, e.g. http://127.0.0.1:8000/mcp (or the /sse URL with --transport sse).
+    url: Url,
+    #[arg(long, value_parser = ["streamable-http", "sse"], default_value = "streamable-http")]
+    transport: String,
+    /// Environment variable holding the bearer the endpoint must accept.
+    #[arg(long)]
+    bearer_env: String,
+    /// Environment variable holding another provider's valid bearer (for foreign_bearer).
+    #[arg(long)]
+    foreign_bearer_env: Option<String>,
+    /// The exact tool names the endpoint must serve.
+    #[arg(long, value_delimiter = ',', required = true)]
+    expect_tools: Vec<String>,
+    /// Tools that mutate; they must not be served.
+    #[arg(long, value_delimiter = ',')]
+    mutating: Vec<String>,
+    #[arg(long)]
+    schema_sha256: Option<String>,
+    /// The deterministic read tool to call.
+    #[arg(long)]
+    read: Option<String>,
+    /// Its arguments, as JSON.
+    #[arg(long, default_value = "{}")]
+    read_args: String,
+    /// The read's text must contain this.
+    #[arg(long, conflicts_with = "expect_json")]
+    expect_text: Option<String>,
+    /// The read's structuredContent (or JSON text) must contain this JSON.
+    #[arg(long)]
+    expect_json: Option<String>,
+    /// The endpoint refuses with a JSON-RPC error (no session, no tools) instead of 401/403.
+    #[arg(long)]
+    refusal_jsonrpc: bool,
+    #[arg(long, default_value = "3s")]
+    connect_timeout: String,
+    #[arg(long, default_value = "10s")]
+    read_timeout: String,
+    /// How long to keep retrying while the endpoint is not ready.
+    #[arg(long, default_value = "0s")]
+    deadline: String,
+    #[arg(long)]
+    results: Option<PathBuf>,
+    #[command(flatten)]
+    tests: Arguments,
+}
+
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let redactor = Redactor::new();
+    match cli.command {
+        Command::Run { suite, scenario, results, tests } => {
+            let scenario = match Scenario::load(&scenario, &redactor) {
+                Ok(s) => s,
+                Err(e) => return app::report_config_errors("scenario", &e, &redactor),
+            };
+            let suite = match Suite::load(&suite) {
+                Ok(s) => s,
+                Err(e) => return app::report_config_errors("suite", &e, &redactor),
+            };
+            app::execute(RunRequest { scenario, suite, redactor, tests, results_dir: results })
+        }
+        Command::Probe(args) => match probe_request(*args, &redactor) {
+            Ok(request) => app::execute(request),
+            Err(message) => {
+                eprintln!("error: {}", redactor.redact(&message));
+                exit::USAGE
+            }
+        },
+    }
+}
+
+fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, String> {
+    let read_secret = |flag: &str, var: &str| -> Result<String, String> {
+        let value = std::env::var(var).map_err(|_| format!("{flag}: environment variable `{var}` is not set"))?;
+        if value.trim().len() < MIN_SECRET_LEN {
+            return Err(format!("{flag}: the value of `{var}` is shorter than {MIN_SECRET_LEN} characters"));
+        }
+        Ok(value.trim().to_string())
+    };
+    let mut credentials = BTreeMap::new();
+    credentials.insert("probe".to_string(), redactor.register("probe", read_secret("--bearer-env", &args.bearer_env)?));
+    let mut foreign_credentials = Vec::new();
+    if let Some(var) = &args.foreign_bearer_env {
+        credentials.insert("foreign".to_string(), redactor.register("foreign", read_secret("--foreign-bearer-env", var)?));
+        foreign_credentials.push("foreign".to_string());
+    }
+    let read = match &args.read {
+        None => None,
+        Some(tool) => {
+            let arguments: serde_json::Value = serde_json::from_str(&args.read_args).map_err(|e| format!("--read-args: not JSON: {e}"))?;
+            let expect = match (&args.expect_text, &args.expect_json) {
+                (Some(t), _) => Expectation::TextContains(t.clone()),
+                (None, Some(j)) => Expectation::JsonSubset(serde_json::from_str(j).map_err(|e| format!("--expect-json: not JSON: {e}"))?),
+                (None, None) => return Err("--read needs --expect-text or --expect-json: a read with no expectation proves nothing".into()),
+            };
+            Some(ReadSpec { tool: tool.clone(), arguments, expect })
+        }
+    };
+    let duration = |flag: &str, v: &str| parse_duration(v).map_err(|e| format!("{flag}: {e}"));
+    let limits = Limits { connect_timeout: duration("--connect-timeout", &args.connect_timeout)?, read_timeout: duration("--read-timeout", &args.read_timeout)?, ..Limits::default() };
+    let provider = Provider {
+        id: "probe".into(),
+        url: args.url.clone(),
+        transport: if args.transport == "sse" { Transport::Sse } else { Transport::StreamableHttp },
+        credential: "probe".into(),
+        refusal: if args.refusal_jsonrpc { Refusal::JsonrpcError } else { Refusal::HttpStatus },
+        allowed_consumers: vec![],
+        tools: ToolsContract { allowlist: args.expect_tools.clone(), schema_sha256: args.schema_sha256.clone(), mutating: args.mutating.clone(), mutating_enabled: false },
+        read,
+        disabled: false,
+        app_ports: vec![],
+        service: "probe".into(),
+    };
+    let scenario = Scenario { name: format!("probe {}", args.url), file: PathBuf::from("<probe>"), providers: vec![provider], clients: vec![], credentials, foreign_credentials };
+    let suite = Suite::for_probe(limits, duration("--deadline", &args.deadline)?);
+    Ok(RunRequest { scenario, suite, redactor: redactor.clone(), tests: args.tests, results_dir: args.results })
+}

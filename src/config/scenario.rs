@@ -1,0 +1,332 @@
+//! The scenario file: one deployment under test.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+use url::Url;
+
+use super::error::{ConfigError, ConfigErrors, parse_yaml, read_file};
+use crate::mcp::Transport;
+use crate::secret::{MIN_SECRET_LEN, Redactor, Secret};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    name: String,
+    #[serde(default)]
+    credentials: BTreeMap<String, Spanned<CredentialRef>>,
+    providers: BTreeMap<String, Spanned<ProviderFile>>,
+    #[serde(default)]
+    clients: BTreeMap<String, Spanned<ClientFile>>,
+}
+
+/// Where a credential's value lives; never the value itself.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum CredentialRef {
+    Env(String),
+    File(PathBuf),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderFile {
+    url: Spanned<String>,
+    #[serde(default = "default_transport")]
+    transport: Transport,
+    credential: Spanned<String>,
+    #[serde(default)]
+    refusal: Refusal,
+    #[serde(default)]
+    allowed_consumers: Vec<Spanned<String>>,
+    tools: Spanned<ToolsFile>,
+    read: Option<Spanned<ReadFile>>,
+    #[serde(default)]
+    disabled: bool,
+    #[serde(default)]
+    app_ports: Vec<u16>,
+    service: Option<String>,
+}
+
+fn default_transport() -> Transport {
+    Transport::StreamableHttp
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolsFile {
+    allowlist: Vec<String>,
+    schema_sha256: Option<Spanned<String>>,
+    #[serde(default)]
+    mutating: Vec<String>,
+    #[serde(default)]
+    mutating_enabled: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadFile {
+    tool: String,
+    #[serde(default = "empty_object")]
+    arguments: serde_json::Value,
+    expect: Expectation,
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(Default::default())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClientFile {
+    service: Option<String>,
+    /// provider id → credential id the client holds for it.
+    #[serde(default)]
+    credentials: BTreeMap<String, Spanned<String>>,
+}
+
+/// How a provider says "no": by HTTP status (the default), or — for the few apps that
+/// answer 200 — by a JSON-RPC error that carries no session and no tool inventory.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    #[default]
+    HttpStatus,
+    JsonrpcError,
+}
+
+/// What the deterministic read must return.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Expectation {
+    /// Some text content item contains this string.
+    TextContains(String),
+    /// `structuredContent` (or the text content parsed as JSON) contains this JSON.
+    JsonSubset(serde_json::Value),
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub file: PathBuf,
+    pub providers: Vec<Provider>,
+    pub clients: Vec<Client>,
+    pub credentials: BTreeMap<String, Secret>,
+    /// Credentials of providers outside the scenario, valid elsewhere, to present as
+    /// foreign bearers (used by `cordon probe --foreign-bearer-env`).
+    pub foreign_credentials: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Provider {
+    pub id: String,
+    pub url: Url,
+    pub transport: Transport,
+    pub credential: String,
+    pub refusal: Refusal,
+    pub allowed_consumers: Vec<String>,
+    pub tools: ToolsContract,
+    pub read: Option<ReadSpec>,
+    pub disabled: bool,
+    pub app_ports: Vec<u16>,
+    pub service: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ToolsContract {
+    pub allowlist: Vec<String>,
+    pub schema_sha256: Option<String>,
+    pub mutating: Vec<String>,
+    pub mutating_enabled: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReadSpec {
+    pub tool: String,
+    pub arguments: serde_json::Value,
+    pub expect: Expectation,
+}
+
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub id: String,
+    pub service: String,
+    pub credentials: BTreeMap<String, String>,
+}
+
+impl Scenario {
+    pub fn provider(&self, id: &str) -> Option<&Provider> {
+        self.providers.iter().find(|p| p.id == id)
+    }
+
+    pub fn secret(&self, credential: &str) -> &Secret {
+        &self.credentials[credential]
+    }
+
+    /// Loads, validates and resolves every credential, registering each with `redactor`.
+    pub fn load(path: &Path, redactor: &Redactor) -> Result<Scenario, ConfigErrors> {
+        let text = read_file(path)?;
+        let raw: ScenarioFile = parse_yaml(path, &text)?;
+        Validator { file: path, errors: Vec::new() }.resolve(raw, redactor)
+    }
+}
+
+/// True for ids that are safe inside a check name (`family::subject::aspect`).
+pub fn is_valid_id(id: &str) -> bool {
+    !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+}
+
+struct Validator<'a> {
+    file: &'a Path,
+    errors: Vec<ConfigError>,
+}
+
+impl Validator<'_> {
+    fn error(&mut self, location: &serde_saphyr::Location, key: String, message: String) {
+        self.errors.push(ConfigError::at(self.file, location, key, message));
+    }
+
+    fn resolve(mut self, raw: ScenarioFile, redactor: &Redactor) -> Result<Scenario, ConfigErrors> {
+        let credential_ids: Vec<&String> = raw.credentials.keys().collect();
+        let client_ids: Vec<&String> = raw.clients.keys().collect();
+        let provider_ids: Vec<&String> = raw.providers.keys().collect();
+
+        let mut providers = Vec::new();
+        for (id, spanned) in &raw.providers {
+            let at = &spanned.referenced;
+            let p = &spanned.value;
+            let key = format!("providers.{id}");
+            if !is_valid_id(id) {
+                self.error(at, key.clone(), format!("provider id `{id}` may hold only letters, digits, `-`, `_` and `.`"));
+            }
+            let url = match Url::parse(&p.url.value) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Some(u),
+                Ok(u) => {
+                    self.error(&p.url.referenced, format!("{key}.url"), format!("`{}` must be an http or https URL with a host (got scheme `{}`)", p.url.value, u.scheme()));
+                    None
+                }
+                Err(e) => {
+                    self.error(&p.url.referenced, format!("{key}.url"), format!("`{}` is not a URL: {e}", p.url.value));
+                    None
+                }
+            };
+            if !raw.credentials.contains_key(&p.credential.value) {
+                self.error(&p.credential.referenced, format!("{key}.credential"), format!("credential `{}` is not defined under `credentials` (defined: {})", p.credential.value, list(&credential_ids)));
+            }
+            for consumer in &p.allowed_consumers {
+                if !raw.clients.contains_key(&consumer.value) {
+                    self.error(&consumer.referenced, format!("{key}.allowed_consumers"), format!("`{}` is not a client of this scenario (clients: {})", consumer.value, list(&client_ids)));
+                }
+            }
+            self.check_tools(&key, p);
+            if let Some(hash) = &p.tools.value.schema_sha256 {
+                if hash.value.len() != 64 || !hash.value.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    self.error(&hash.referenced, format!("{key}.tools.schema_sha256"), format!("`{}` is not a hex sha256 (64 hex digits)", hash.value));
+                }
+            }
+            if let Some(read) = &p.read {
+                if !p.tools.value.allowlist.contains(&read.value.tool) {
+                    self.error(&read.referenced, format!("{key}.read.tool"), format!("read tool `{}` is not in the allowlist ({})", read.value.tool, p.tools.value.allowlist.join(", ")));
+                }
+                if !read.value.arguments.is_object() {
+                    self.error(&read.referenced, format!("{key}.read.arguments"), "arguments must be a mapping".into());
+                }
+            }
+            if let Some(url) = url {
+                providers.push(Provider {
+                    id: id.clone(),
+                    url,
+                    transport: p.transport,
+                    credential: p.credential.value.clone(),
+                    refusal: p.refusal,
+                    allowed_consumers: p.allowed_consumers.iter().map(|c| c.value.clone()).collect(),
+                    tools: ToolsContract {
+                        allowlist: p.tools.value.allowlist.clone(),
+                        schema_sha256: p.tools.value.schema_sha256.as_ref().map(|h| h.value.to_ascii_lowercase()),
+                        mutating: p.tools.value.mutating.clone(),
+                        mutating_enabled: p.tools.value.mutating_enabled,
+                    },
+                    read: p.read.as_ref().map(|r| ReadSpec {
+                        tool: r.value.tool.clone(),
+                        arguments: r.value.arguments.clone(),
+                        expect: r.value.expect.clone(),
+                    }),
+                    disabled: p.disabled,
+                    app_ports: p.app_ports.clone(),
+                    service: p.service.clone().unwrap_or_else(|| id.clone()),
+                });
+            }
+        }
+
+        let mut clients = Vec::new();
+        for (id, spanned) in &raw.clients {
+            let key = format!("clients.{id}");
+            if !is_valid_id(id) {
+                self.error(&spanned.referenced, key.clone(), format!("client id `{id}` may hold only letters, digits, `-`, `_` and `.`"));
+            }
+            for (provider, credential) in &spanned.value.credentials {
+                if !raw.providers.contains_key(provider) {
+                    self.error(&credential.referenced, format!("{key}.credentials.{provider}"), format!("`{provider}` is not a provider of this scenario (providers: {})", list(&provider_ids)));
+                }
+                if !raw.credentials.contains_key(&credential.value) {
+                    self.error(&credential.referenced, format!("{key}.credentials.{provider}"), format!("credential `{}` is not defined under `credentials` (defined: {})", credential.value, list(&credential_ids)));
+                }
+            }
+            clients.push(Client {
+                id: id.clone(),
+                service: spanned.value.service.clone().unwrap_or_else(|| id.clone()),
+                credentials: spanned.value.credentials.iter().map(|(p, c)| (p.clone(), c.value.clone())).collect(),
+            });
+        }
+
+        let mut credentials = BTreeMap::new();
+        for (id, reference) in &raw.credentials {
+            match self.read_credential(&reference.value) {
+                Ok(value) => {
+                    credentials.insert(id.clone(), redactor.register(id, value));
+                }
+                Err(message) => self.error(&reference.referenced, format!("credentials.{id}"), message),
+            }
+        }
+
+        if self.errors.is_empty() {
+            Ok(Scenario { name: raw.name, file: self.file.to_path_buf(), providers, clients, credentials, foreign_credentials: Vec::new() })
+        } else {
+            Err(ConfigErrors(self.errors))
+        }
+    }
+
+    fn check_tools(&mut self, key: &str, p: &ProviderFile) {
+        let mut seen = Vec::new();
+        for tool in &p.tools.value.allowlist {
+            if seen.contains(&tool) {
+                self.error(&p.tools.referenced, format!("{key}.tools.allowlist"), format!("tool `{tool}` is listed twice"));
+            }
+            seen.push(tool);
+            if p.tools.value.mutating.contains(tool) && !p.tools.value.mutating_enabled {
+                self.error(&p.tools.referenced, format!("{key}.tools.allowlist"), format!("tool `{tool}` is listed as mutating while `mutating_enabled` is false: the contract contradicts itself"));
+            }
+        }
+    }
+
+    fn read_credential(&self, reference: &CredentialRef) -> Result<String, String> {
+        let value = match reference {
+            CredentialRef::Env(var) => std::env::var(var).map_err(|_| format!("environment variable `{var}` is not set"))?,
+            CredentialRef::File(path) => {
+                let path = if path.is_absolute() { path.clone() } else { self.file.parent().unwrap_or(Path::new(".")).join(path) };
+                std::fs::read_to_string(&path).map_err(|e| format!("cannot read credential file `{}`: {e}", path.display()))?
+            }
+        };
+        let value = value.trim().to_string();
+        if value.len() < MIN_SECRET_LEN {
+            return Err(format!("the credential is shorter than {MIN_SECRET_LEN} characters, too short to be a real secret (and to be redacted safely)"));
+        }
+        Ok(value)
+    }
+}
+
+fn list(ids: &[&String]) -> String {
+    if ids.is_empty() { "none".into() } else { ids.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ") }
+}

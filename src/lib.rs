@@ -1,0 +1,14 @@
+//! cordon: end-to-end contract and isolation checks for MCP deployments.
+//!
+//! scenario + suite ([`config`]) → planned checks ([`checks`]) → [`runner`] → results
+//! ([`model`]) → reporters ([`report`]).
+pub mod app;
+pub mod checks;
+pub mod cli;
+pub mod config;
+pub mod exit;
+pub mod mcp;
+pub mod model;
+pub mod report;
+pub mod runner;
+pub mod secret;

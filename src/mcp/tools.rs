@@ -1,0 +1,295 @@
+//! Tool inventory: pagination with guards, result parsing, and the schema hash.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::{McpError, Tool, ToolResult};
+
+/// Collects every page of `tools/list`. `fetch(cursor)` returns one page's `result`.
+///
+/// A page without `nextCursor` (absent, null or `""`) ends the list. Fetching stops with
+/// `PageCap` when `max_pages` pages were read and there is still a cursor to follow, and
+/// with `CursorCycle` when a cursor comes back that was already followed.
+pub(crate) async fn paginate<F, Fut>(max_pages: usize, mut fetch: F) -> Result<Vec<Tool>, McpError>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: Future<Output = Result<Value, McpError>>,
+{
+    let mut tools = Vec::new();
+    let mut followed = HashSet::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        if pages == max_pages {
+            return Err(McpError::PageCap { pages });
+        }
+        let page = fetch(cursor.clone()).await?;
+        pages += 1;
+        tools.extend(parse_page(&page)?);
+        match page.get("nextCursor") {
+            None | Some(Value::Null) => return Ok(tools),
+            Some(Value::String(c)) if c.is_empty() => return Ok(tools),
+            Some(Value::String(c)) => {
+                if !followed.insert(c.clone()) {
+                    return Err(McpError::CursorCycle { cursor: c.clone() });
+                }
+                cursor = Some(c.clone());
+            }
+            Some(other) => {
+                return Err(McpError::Protocol { detail: format!("tools/list nextCursor is not a string: {other}") });
+            }
+        }
+    }
+}
+
+fn parse_page(page: &Value) -> Result<Vec<Tool>, McpError> {
+    let Some(items) = page.get("tools").and_then(Value::as_array) else {
+        return Err(McpError::Protocol { detail: "tools/list result has no tools array".into() });
+    };
+    items
+        .iter()
+        .map(|raw| {
+            let Some(name) = raw.get("name").and_then(Value::as_str) else {
+                return Err(McpError::Protocol { detail: format!("tools/list item without a string name: {raw}") });
+            };
+            Ok(Tool {
+                name: name.to_string(),
+                description: raw.get("description").and_then(Value::as_str).map(str::to_string),
+                input_schema: raw.get("inputSchema").cloned().unwrap_or(Value::Null),
+                raw: raw.clone(),
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn parse_tool_result(raw: Value) -> Result<ToolResult, McpError> {
+    if !raw.is_object() {
+        return Err(McpError::Protocol { detail: format!("tools/call result is not an object: {raw}") });
+    }
+    let text = raw
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter(|i| i.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|i| i.get("text").and_then(Value::as_str).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(ToolResult {
+        is_error: raw.get("isError").and_then(Value::as_bool).unwrap_or(false),
+        text,
+        structured: raw.get("structuredContent").cloned(),
+        raw,
+    })
+}
+
+/// Hex SHA-256 of the served tool schemas, independent of server key order.
+///
+/// Hashes [`canonical_json`] of the object `{ <name>: { "description": <description or
+/// null>, "inputSchema": <inputSchema or null> } }`. This equals Python's
+/// `hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()`
+/// over the same object, so a pin can be computed with a one-liner. Tool order does not
+/// matter; if a name is served twice the later entry wins.
+///
+/// Note: the platform's `tools.schema_sha256` in `meta/mcp.yml` hashes the adapter's
+/// contract file (`input_schema`, `method`, `path`), not what the server serves, so it
+/// is not comparable with this value.
+pub fn schema_hash(tools: &[Tool]) -> String {
+    let mut obj = Map::new();
+    for t in tools {
+        let mut entry = Map::new();
+        entry.insert("description".into(), t.description.clone().map(Value::String).unwrap_or(Value::Null));
+        entry.insert("inputSchema".into(), t.input_schema.clone());
+        obj.insert(t.name.clone(), Value::Object(entry));
+    }
+    hex::encode(Sha256::digest(canonical_json(&Value::Object(obj)).as_bytes()))
+}
+
+/// Canonical JSON: object keys sorted (by code point) at every depth, separators `,`
+/// and `:` with no whitespace, and every character outside printable ASCII escaped as
+/// `\uXXXX` (lowercase hex, surrogate pairs above U+FFFF), i.e. Python's
+/// `json.dumps(v, sort_keys=True, separators=(",", ":"))`. Numbers print as serde_json
+/// prints them, which matches Python for integers and for most floats (not for
+/// exponent forms such as `1e-07`).
+pub fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Null | Value::Bool(_) | Value::Number(_) => out.push_str(&v.to_string()),
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(k, out);
+                out.push(':');
+                write_canonical(&m[k], out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            ' '..='~' => out.push(c),
+            _ => {
+                let mut buf = [0u16; 2];
+                for unit in c.encode_utf16(&mut buf) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::HashMap;
+
+    fn tool(name: &str, description: Option<&str>, schema: Value) -> Tool {
+        Tool { name: name.into(), description: description.map(str::to_string), input_schema: schema, raw: Value::Null }
+    }
+
+    fn page(names: &[&str], next: Option<&str>) -> Value {
+        let tools: Vec<Value> = names.iter().map(|n| json!({"name": n, "inputSchema": {"type": "object"}})).collect();
+        match next {
+            Some(c) => json!({"tools": tools, "nextCursor": c}),
+            None => json!({"tools": tools}),
+        }
+    }
+
+    /// Serves pages from a map keyed by the cursor ("" = first page) and counts fetches.
+    async fn run(pages: HashMap<&str, Value>, max_pages: usize) -> (Result<Vec<Tool>, McpError>, usize) {
+        let mut fetches = 0;
+        let result = paginate(max_pages, |cursor| {
+            fetches += 1;
+            let page = pages.get(cursor.as_deref().unwrap_or("")).cloned();
+            async move { page.ok_or(McpError::Protocol { detail: "unknown cursor".into() }) }
+        })
+        .await;
+        (result, fetches)
+    }
+
+    #[tokio::test]
+    async fn follows_next_cursor_to_the_end() {
+        let pages = HashMap::from([("", page(&["a", "b"], Some("p2"))), ("p2", page(&["c"], Some(""))), ("x", page(&[], None))]);
+        let (tools, fetches) = run(pages, 20).await;
+        let names: Vec<String> = tools.unwrap().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(fetches, 2);
+    }
+
+    #[tokio::test]
+    async fn a_cursor_seen_twice_is_a_cycle() {
+        let pages = HashMap::from([("", page(&["a"], Some("p2"))), ("p2", page(&["b"], Some("p3"))), ("p3", page(&["c"], Some("p2")))]);
+        let (result, fetches) = run(pages, 20).await;
+        assert!(matches!(result, Err(McpError::CursorCycle { cursor }) if cursor == "p2"));
+        assert_eq!(fetches, 3);
+    }
+
+    #[tokio::test]
+    async fn endless_fresh_cursors_hit_the_page_cap() {
+        let mut fetches = 0;
+        let result = paginate(5, |cursor| {
+            fetches += 1;
+            let n: u64 = cursor.map(|c| c.parse().unwrap()).unwrap_or(0);
+            async move { Ok(page(&["t"], Some(&(n + 1).to_string()))) }
+        })
+        .await;
+        assert!(matches!(result, Err(McpError::PageCap { pages: 5 })));
+        assert_eq!(fetches, 5);
+    }
+
+    #[tokio::test]
+    async fn exactly_max_pages_is_fine() {
+        let pages = HashMap::from([("", page(&["a"], Some("p2"))), ("p2", page(&["b"], None))]);
+        assert_eq!(run(pages, 2).await.0.unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn bad_pages_are_protocol_errors() {
+        let (r, _) = run(HashMap::from([("", json!({"items": []}))]), 20).await;
+        assert!(matches!(r, Err(McpError::Protocol { .. })));
+        let (r, _) = run(HashMap::from([("", json!({"tools": [{"description": "no name"}]}))]), 20).await;
+        assert!(matches!(r, Err(McpError::Protocol { .. })));
+        let (r, _) = run(HashMap::from([("", json!({"tools": [], "nextCursor": 3}))]), 20).await;
+        assert!(matches!(r, Err(McpError::Protocol { .. })));
+    }
+
+    #[test]
+    fn canonical_json_sorts_compacts_and_escapes_like_python() {
+        let v: Value = serde_json::from_str(r#"{ "b": [1, {"z": null, "a": true}], "a": "é\n\"😀\u007f" }"#).unwrap();
+        assert_eq!(canonical_json(&v), r#"{"a":"\u00e9\n\"\ud83d\ude00\u007f","b":[1,{"a":true,"z":null}]}"#);
+    }
+
+    #[test]
+    fn schema_hash_known_value_matches_python() {
+        // python3: json.dumps(obj, sort_keys=True, separators=(",", ":")) then sha256
+        let tools = [
+            tool(
+                "b_tool",
+                Some("Zweite é"),
+                json!({"type":"object","required":["x"],"properties":{"x":{"type":"integer","minimum":1}}}),
+            ),
+            tool("a_tool", None, json!({"type":"object"})),
+        ];
+        assert_eq!(schema_hash(&tools), "efbf1de4d770dbf75347c937eb7eb71ca1a0f6753af2b08022e14d67f02ef651");
+    }
+
+    #[test]
+    fn schema_hash_ignores_key_and_tool_order() {
+        let a: Value = serde_json::from_str(r#"{"type":"object","properties":{"q":{"type":"string","minLength":1}},"required":["q"]}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"required":["q"],"properties":{"q":{"minLength":1,"type":"string"}},"type":"object"}"#).unwrap();
+        let one = [tool("s", Some("search"), a), tool("t", None, json!({}))];
+        let two = [tool("t", None, json!({})), tool("s", Some("search"), b)];
+        assert_eq!(schema_hash(&one), schema_hash(&two));
+        let changed = [tool("t", None, json!({})), tool("s", Some("search!"), json!({}))];
+        assert_ne!(schema_hash(&one), schema_hash(&changed));
+    }
+
+    #[test]
+    fn tool_result_collects_text_and_structured_content() {
+        let r = parse_tool_result(json!({"content":[{"type":"text","text":"5"},{"type":"image","data":""}],"structuredContent":{"result":5},"isError":false})).unwrap();
+        assert!(!r.is_error);
+        assert_eq!(r.text, ["5"]);
+        assert_eq!(r.structured, Some(json!({"result":5})));
+        assert!(parse_tool_result(json!({"content":[],"isError":true})).unwrap().is_error);
+        assert!(parse_tool_result(json!("x")).is_err());
+    }
+}

@@ -1,0 +1,115 @@
+//! What cordon writes: no secret anywhere, reports in every format, libtest-style
+//! filtering and listing, and usage errors with exit code 2.
+
+mod support;
+
+use support::harness::{ADD_READ, Fixture, HOST_SUITE, ProviderYaml};
+use support::peers::{Peer, Sdk};
+
+fn random_token(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{tag}-{nanos:x}-{}", std::process::id())
+}
+
+fn all_files(dir: &std::path::Path) -> Vec<(String, String)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| (p.display().to_string(), String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned()))
+        .collect()
+}
+
+#[test]
+fn no_secret_value_appears_in_anything_written() {
+    let tokens: Vec<String> = ["alpha", "beta", "gamma", "delta"].iter().map(|t| random_token(t)).collect();
+    // Failing peers put bearers into error paths: accepted foreign bearers, redirects, HTML.
+    let peers = [
+        Peer::start(Sdk::V1, "stateful-sse", &tokens[0], None),
+        Peer::start(Sdk::V1, "any-bearer", &tokens[1], None),
+        Peer::start(Sdk::V1, "foreign-bearer", &tokens[2], Some(&tokens[0])),
+        Peer::start(Sdk::V1, "redirect-login", &tokens[3], None),
+    ];
+    let fixture = Fixture::new();
+    let ids = ["alpha", "beta", "gamma", "delta"];
+    let named: Vec<(&str, &str)> = ids.iter().zip(&tokens).map(|(i, t)| (*i, t.as_str())).collect();
+    let providers: Vec<ProviderYaml> = ids.iter().zip(&peers).map(|(id, p)| ProviderYaml { id, url: &p.url, sse: false, credential: id, allowlist: &["add", "echo"], extra: ADD_READ }).collect();
+    fixture.scenario(&named, &providers);
+    let run = fixture.run(HOST_SUITE, &[]);
+    assert_eq!(run.code, 1, "the failing peers must fail the run:\n{}", run.stdout);
+    run.expect("contract::gamma::foreign_bearer", "failed", "«redacted:alpha»");
+
+    let mut outputs = all_files(&run.results_dir);
+    assert_eq!(outputs.len(), 3, "junit, json and markdown: {:?}", outputs.iter().map(|o| &o.0).collect::<Vec<_>>());
+    outputs.push(("stdout".into(), run.stdout.clone()));
+    outputs.push(("stderr".into(), run.stderr.clone()));
+    for (name, text) in &outputs {
+        for token in &tokens {
+            assert!(!text.contains(token.as_str()), "{name} contains a secret value");
+        }
+        assert!(!text.contains("cordon-wrong-"), "{name} contains the generated wrong bearer");
+    }
+}
+
+#[test]
+fn reports_carry_every_check_with_its_verdict_class() {
+    let token = random_token("solo");
+    let peer = Peer::start(Sdk::V1, "read-error", &token, None);
+    let fixture = Fixture::new();
+    fixture.scenario(&[("solo", &token)], &[ProviderYaml { id: "solo", url: &peer.url, sse: false, credential: "solo", allowlist: &["add", "echo"], extra: ADD_READ }]);
+    let run = fixture.run(HOST_SUITE, &[]);
+    assert_eq!(run.code, 1);
+    let junit = std::fs::read_to_string(run.results_dir.join("junit.xml")).unwrap();
+    assert_eq!(junit.matches("<testcase ").count(), 5, "{junit}");
+    assert!(junit.contains(r#"name="contract::solo::read""#) && junit.contains("returned isError: true"), "{junit}");
+    assert!(junit.contains(r#"type="skipped""#), "foreign_bearer has no other provider: {junit}");
+    let markdown = std::fs::read_to_string(run.results_dir.join("summary.md")).unwrap();
+    assert!(markdown.contains("| `contract::solo::read` | ❌ failed |"), "{markdown}");
+    run.expect("contract::solo::foreign_bearer", "skipped", "no other provider");
+    assert_eq!(run.report["exit_code"], 1);
+    assert!(run.stdout.contains("test [skipped] contract::solo::foreign_bearer ... ignored"), "{}", run.stdout);
+}
+
+#[test]
+fn list_filter_exact_and_skip_behave_like_libtest() {
+    let token = random_token("solo");
+    let peer = Peer::start(Sdk::V1, "stateless", &token, None);
+    let fixture = Fixture::new();
+    fixture.scenario(&[("solo", &token)], &[ProviderYaml { id: "solo", url: &peer.url, sse: false, credential: "solo", allowlist: &["add", "echo"], extra: ADD_READ }]);
+
+    let run = fixture.run(HOST_SUITE, &["--list"]);
+    assert_eq!(run.code, 0);
+    for aspect in ["tools", "read", "anonymous", "wrong_bearer", "foreign_bearer"] {
+        assert!(run.stdout.contains(&format!("contract::solo::{aspect}: test")), "{}", run.stdout);
+    }
+
+    let run = fixture.run(HOST_SUITE, &["bearer", "--skip", "foreign"]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let names: Vec<String> = run.verdicts().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["contract::solo::wrong_bearer"]);
+    assert_eq!(run.report["report"]["filtered_out"], 4);
+
+    let run = fixture.run(HOST_SUITE, &["--exact", "contract::solo::tools"]);
+    let names: Vec<String> = run.verdicts().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["contract::solo::tools"]);
+}
+
+#[test]
+fn invalid_files_exit_2_naming_file_line_column_and_key() {
+    let fixture = Fixture::new();
+    fixture.write("scenario.yaml", "name: x\ncredentials:\n  a: { env: CORDON_SURELY_UNSET_1 }\nproviders:\n  p:\n    url: http://127.0.0.1:9/mcp\n    credential: b\n    tools: { allowlist: [t] }\n");
+    let run = fixture.run(HOST_SUITE, &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("scenario.yaml:7:17: providers.p.credential: credential `b` is not defined"), "{}", run.stderr);
+    assert!(run.stderr.contains("scenario.yaml:3:6: credentials.a: environment variable `CORDON_SURELY_UNSET_1` is not set"), "{}", run.stderr);
+
+    let token = random_token("solo");
+    fixture.scenario(&[("solo", &token)], &[ProviderYaml { id: "solo", url: "http://127.0.0.1:9/mcp", sse: false, credential: "solo", allowlist: &["add"], extra: "" }]);
+    let suite = format!("{HOST_SUITE}known_failures:\n  - {{ check: contract::nobody::tools, reason: typo }}\n");
+    let run = fixture.run(&suite, &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("suite.yaml:7:5: known_failures[0].check: known failure `contract::nobody::tools` names no check"), "{}", run.stderr);
+
+    let (code, _, stderr) = fixture.cordon(&["run", "--scenario", "scenario.yaml"]);
+    assert_eq!(code, 2, "{stderr}");
+}

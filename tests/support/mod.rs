@@ -1,0 +1,2 @@
+pub mod peers;
+pub mod harness;
