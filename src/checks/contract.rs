@@ -109,7 +109,7 @@ impl Check for ReadCheck {
         Box::pin(async move {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
             let Some(read) = &provider.read else {
-                return Attempt::Skip { reason: format!("the scenario gives provider `{}` no deterministic read (`read:`)", provider.id) };
+                return Attempt::Skip { reason: format!("no deterministic read is configured for provider `{}` (scenario `read:`, probe `--read`)", provider.id) };
             };
             let (client, session, mut evidence) = match open_session(ctx, provider).await {
                 Ok(s) => s,
