@@ -39,7 +39,9 @@ where
                 cursor = Some(c.clone());
             }
             Some(other) => {
-                return Err(McpError::Protocol { detail: format!("tools/list nextCursor is not a string: {other}") });
+                return Err(McpError::Protocol {
+                    detail: format!("tools/list nextCursor is not a string: {other}"),
+                });
             }
         }
     }
@@ -47,17 +49,24 @@ where
 
 fn parse_page(page: &Value) -> Result<Vec<Tool>, McpError> {
     let Some(items) = page.get("tools").and_then(Value::as_array) else {
-        return Err(McpError::Protocol { detail: "tools/list result has no tools array".into() });
+        return Err(McpError::Protocol {
+            detail: "tools/list result has no tools array".into(),
+        });
     };
     items
         .iter()
         .map(|raw| {
             let Some(name) = raw.get("name").and_then(Value::as_str) else {
-                return Err(McpError::Protocol { detail: format!("tools/list item without a string name: {raw}") });
+                return Err(McpError::Protocol {
+                    detail: format!("tools/list item without a string name: {raw}"),
+                });
             };
             Ok(Tool {
                 name: name.to_string(),
-                description: raw.get("description").and_then(Value::as_str).map(str::to_string),
+                description: raw
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
                 input_schema: raw.get("inputSchema").cloned().unwrap_or(Value::Null),
                 raw: raw.clone(),
             })
@@ -67,7 +76,9 @@ fn parse_page(page: &Value) -> Result<Vec<Tool>, McpError> {
 
 pub(crate) fn parse_tool_result(raw: Value) -> Result<ToolResult, McpError> {
     if !raw.is_object() {
-        return Err(McpError::Protocol { detail: format!("tools/call result is not an object: {raw}") });
+        return Err(McpError::Protocol {
+            detail: format!("tools/call result is not an object: {raw}"),
+        });
     }
     let text = raw
         .get("content")
@@ -103,11 +114,19 @@ pub fn schema_hash(tools: &[Tool]) -> String {
     let mut obj = Map::new();
     for t in tools {
         let mut entry = Map::new();
-        entry.insert("description".into(), t.description.clone().map(Value::String).unwrap_or(Value::Null));
+        entry.insert(
+            "description".into(),
+            t.description
+                .clone()
+                .map(Value::String)
+                .unwrap_or(Value::Null),
+        );
         entry.insert("inputSchema".into(), t.input_schema.clone());
         obj.insert(t.name.clone(), Value::Object(entry));
     }
-    hex::encode(Sha256::digest(canonical_json(&Value::Object(obj)).as_bytes()))
+    hex::encode(Sha256::digest(
+        canonical_json(&Value::Object(obj)).as_bytes(),
+    ))
 }
 
 /// Canonical JSON: object keys sorted (by code point) at every depth, separators `,`
@@ -183,11 +202,19 @@ mod tests {
     use std::collections::HashMap;
 
     fn tool(name: &str, description: Option<&str>, schema: Value) -> Tool {
-        Tool { name: name.into(), description: description.map(str::to_string), input_schema: schema, raw: Value::Null }
+        Tool {
+            name: name.into(),
+            description: description.map(str::to_string),
+            input_schema: schema,
+            raw: Value::Null,
+        }
     }
 
     fn page(names: &[&str], next: Option<&str>) -> Value {
-        let tools: Vec<Value> = names.iter().map(|n| json!({"name": n, "inputSchema": {"type": "object"}})).collect();
+        let tools: Vec<Value> = names
+            .iter()
+            .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
+            .collect();
         match next {
             Some(c) => json!({"tools": tools, "nextCursor": c}),
             None => json!({"tools": tools}),
@@ -195,12 +222,19 @@ mod tests {
     }
 
     /// Serves pages from a map keyed by the cursor ("" = first page) and counts fetches.
-    async fn run(pages: HashMap<&str, Value>, max_pages: usize) -> (Result<Vec<Tool>, McpError>, usize) {
+    async fn run(
+        pages: HashMap<&str, Value>,
+        max_pages: usize,
+    ) -> (Result<Vec<Tool>, McpError>, usize) {
         let mut fetches = 0;
         let result = paginate(max_pages, |cursor| {
             fetches += 1;
             let page = pages.get(cursor.as_deref().unwrap_or("")).cloned();
-            async move { page.ok_or(McpError::Protocol { detail: "unknown cursor".into() }) }
+            async move {
+                page.ok_or(McpError::Protocol {
+                    detail: "unknown cursor".into(),
+                })
+            }
         })
         .await;
         (result, fetches)
@@ -208,7 +242,11 @@ mod tests {
 
     #[tokio::test]
     async fn follows_next_cursor_to_the_end() {
-        let pages = HashMap::from([("", page(&["a", "b"], Some("p2"))), ("p2", page(&["c"], Some(""))), ("x", page(&[], None))]);
+        let pages = HashMap::from([
+            ("", page(&["a", "b"], Some("p2"))),
+            ("p2", page(&["c"], Some(""))),
+            ("x", page(&[], None)),
+        ]);
         let (tools, fetches) = run(pages, 20).await;
         let names: Vec<String> = tools.unwrap().into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["a", "b", "c"]);
@@ -217,7 +255,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_cursor_seen_twice_is_a_cycle() {
-        let pages = HashMap::from([("", page(&["a"], Some("p2"))), ("p2", page(&["b"], Some("p3"))), ("p3", page(&["c"], Some("p2")))]);
+        let pages = HashMap::from([
+            ("", page(&["a"], Some("p2"))),
+            ("p2", page(&["b"], Some("p3"))),
+            ("p3", page(&["c"], Some("p2"))),
+        ]);
         let (result, fetches) = run(pages, 20).await;
         assert!(matches!(result, Err(McpError::CursorCycle { cursor }) if cursor == "p2"));
         assert_eq!(fetches, 3);
@@ -246,16 +288,29 @@ mod tests {
     async fn bad_pages_are_protocol_errors() {
         let (r, _) = run(HashMap::from([("", json!({"items": []}))]), 20).await;
         assert!(matches!(r, Err(McpError::Protocol { .. })));
-        let (r, _) = run(HashMap::from([("", json!({"tools": [{"description": "no name"}]}))]), 20).await;
+        let (r, _) = run(
+            HashMap::from([("", json!({"tools": [{"description": "no name"}]}))]),
+            20,
+        )
+        .await;
         assert!(matches!(r, Err(McpError::Protocol { .. })));
-        let (r, _) = run(HashMap::from([("", json!({"tools": [], "nextCursor": 3}))]), 20).await;
+        let (r, _) = run(
+            HashMap::from([("", json!({"tools": [], "nextCursor": 3}))]),
+            20,
+        )
+        .await;
         assert!(matches!(r, Err(McpError::Protocol { .. })));
     }
 
     #[test]
     fn canonical_json_sorts_compacts_and_escapes_like_python() {
-        let v: Value = serde_json::from_str(r#"{ "b": [1, {"z": null, "a": true}], "a": "é\n\"😀\u007f" }"#).unwrap();
-        assert_eq!(canonical_json(&v), r#"{"a":"\u00e9\n\"\ud83d\ude00\u007f","b":[1,{"a":true,"z":null}]}"#);
+        let v: Value =
+            serde_json::from_str(r#"{ "b": [1, {"z": null, "a": true}], "a": "é\n\"😀\u007f" }"#)
+                .unwrap();
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"a":"\u00e9\n\"\ud83d\ude00\u007f","b":[1,{"a":true,"z":null}]}"#
+        );
     }
 
     #[test]
@@ -269,7 +324,10 @@ mod tests {
             ),
             tool("a_tool", None, json!({"type":"object"})),
         ];
-        assert_eq!(schema_hash(&tools), "efbf1de4d770dbf75347c937eb7eb71ca1a0f6753af2b08022e14d67f02ef651");
+        assert_eq!(
+            schema_hash(&tools),
+            "efbf1de4d770dbf75347c937eb7eb71ca1a0f6753af2b08022e14d67f02ef651"
+        );
     }
 
     #[test]
@@ -279,7 +337,10 @@ mod tests {
         let one = [tool("s", Some("search"), a), tool("t", None, json!({}))];
         let two = [tool("t", None, json!({})), tool("s", Some("search"), b)];
         assert_eq!(schema_hash(&one), schema_hash(&two));
-        let changed = [tool("t", None, json!({})), tool("s", Some("search!"), json!({}))];
+        let changed = [
+            tool("t", None, json!({})),
+            tool("s", Some("search!"), json!({})),
+        ];
         assert_ne!(schema_hash(&one), schema_hash(&changed));
     }
 
@@ -289,7 +350,11 @@ mod tests {
         assert!(!r.is_error);
         assert_eq!(r.text, ["5"]);
         assert_eq!(r.structured, Some(json!({"result":5})));
-        assert!(parse_tool_result(json!({"content":[],"isError":true})).unwrap().is_error);
+        assert!(
+            parse_tool_result(json!({"content":[],"isError":true}))
+                .unwrap()
+                .is_error
+        );
         assert!(parse_tool_result(json!("x")).is_err());
     }
 }
