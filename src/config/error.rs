@@ -85,9 +85,26 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &Path, text: &str) -> Re
     })
 }
 
-/// serde-saphyr renders a snippet after the message; the location is already ours.
+/// serde-saphyr renders "error: line L column C: message" and a snippet; the location
+/// is already in our prefix, so keep only the message.
 fn first_line(rendered: &str) -> String {
-    rendered.lines().next().unwrap_or(rendered).trim().to_string()
+    let line = rendered.lines().next().unwrap_or(rendered).trim();
+    let line = line.strip_prefix("error: ").unwrap_or(line);
+    match line.strip_prefix("line ").and_then(|rest| rest.split_once(": ")) {
+        Some((position, message)) if position.contains(" column ") => plain(message),
+        _ => plain(line),
+    }
+}
+
+/// Rewords the parser's hints that speak to library users rather than to engineers.
+fn plain(message: &str) -> String {
+    match message.strip_prefix("duplicate mapping key: ") {
+        Some(rest) => {
+            let key = rest.split(", set DuplicateKeyPolicy").next().unwrap_or(rest);
+            format!("`{key}` is defined twice: ids and keys must be unique")
+        }
+        None => message.to_string(),
+    }
 }
 
 pub fn read_file(file: &Path) -> Result<String, ConfigError> {

@@ -73,10 +73,10 @@ fn good_scenario_loads_and_registers_secrets() {
 }
 
 #[rstest]
-#[case::unknown_key("    credential: alpha-token\n", "    credential: alpha-token\n    colour: blue\n", "unknown field `colour`", "11:")]
+#[case::unknown_key("    credential: alpha-token\n", "    credential: alpha-token\n    colour: blue\n", "unknown field `colour`", "9:5: : unknown field")]
 #[case::dangling_consumer("allowed_consumers: [webui]", "allowed_consumers: [webui, flowise]", "`flowise` is not a client", "9:")]
-#[case::dangling_credential("    credential: beta-token", "    credential: gamma-token", "providers.beta.credential: credential `gamma-token` is not defined", "22:")]
-#[case::duplicate_id("clients:\n", "  alpha:\n    url: http://127.0.0.1:3/mcp\n    credential: alpha-token\n    tools: { allowlist: [a] }\nclients:\n", "duplicate", "")]
+#[case::dangling_credential("    credential: beta-token", "    credential: gamma-token", "providers.beta.credential: credential `gamma-token` is not defined", "19:17:")]
+#[case::duplicate_id("clients:\n", "  alpha:\n    url: http://127.0.0.1:3/mcp\n    credential: alpha-token\n    tools: { allowlist: [a] }\nclients:\n", "`alpha` is defined twice", "")]
 #[case::read_not_allowed("      tool: add", "      tool: multiply", "providers.alpha.read.tool", "")]
 #[case::bad_url("http://127.0.0.1:2/sse", "ftp://127.0.0.1:2/sse", "providers.beta.url", "")]
 #[case::unreadable_credential("beta.token", "missing.token", "credentials.beta-token: cannot read credential file", "")]
