@@ -175,3 +175,67 @@ mod tests {
         assert!(!json_contains(&json!([1, 2]), &json!([1])));
     }
 }
+
+#[cfg(test)]
+mod tools_diff_tests {
+    use super::*;
+    use crate::config::ToolsContract;
+    use crate::mcp::Transport;
+    use serde_json::json;
+
+    fn provider(allowlist: &[&str], mutating: &[&str], pin: Option<&str>) -> Provider {
+        Provider {
+            id: "p".into(),
+            url: "http://127.0.0.1:1/mcp".parse().unwrap(),
+            transport: Transport::StreamableHttp,
+            credential: "c".into(),
+            refusal: Default::default(),
+            allowed_consumers: vec![],
+            tools: ToolsContract { allowlist: allowlist.iter().map(|s| s.to_string()).collect(), schema_sha256: pin.map(String::from), mutating: mutating.iter().map(|s| s.to_string()).collect(), mutating_enabled: false },
+            read: None,
+            disabled: false,
+            app_ports: vec![],
+            service: "p".into(),
+        }
+    }
+
+    fn tools(names: &[&str]) -> Vec<Tool> {
+        names.iter().map(|n| Tool { name: n.to_string(), description: None, input_schema: json!({"type": "object"}), raw: json!({"name": n}) }).collect()
+    }
+
+    fn reason(a: Attempt) -> String {
+        match a {
+            Attempt::Fail { reason, .. } => reason,
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn exact_set_passes_and_records_the_hash() {
+        let mut evidence = vec![];
+        let a = judge_tools(&provider(&["a", "b"], &[], None), &tools(&["b", "a"]), &mut vec![]);
+        assert!(matches!(a, Attempt::Pass { .. }));
+        let hash = schema_hash(&tools(&["a", "b"]));
+        assert!(matches!(judge_tools(&provider(&["a", "b"], &[], Some(&hash)), &tools(&["a", "b"]), &mut evidence), Attempt::Pass { .. }));
+        assert!(evidence.is_empty(), "evidence moves into the attempt");
+    }
+
+    #[test]
+    fn subset_superset_mutating_duplicates_and_pin_each_fail() {
+        assert!(reason(judge_tools(&provider(&["a", "b"], &[], None), &tools(&["a"]), &mut vec![])).contains("does not serve allowlisted tool(s): b"));
+        let r = reason(judge_tools(&provider(&["a"], &["drop"], None), &tools(&["a", "drop"]), &mut vec![]));
+        assert!(r.contains("outside the allowlist: drop") && r.contains("mutating tool(s) served"), "{r}");
+        assert!(reason(judge_tools(&provider(&["a"], &[], None), &tools(&["a", "a"]), &mut vec![])).contains("served more than once"));
+        assert!(reason(judge_tools(&provider(&["a"], &[], Some(&"0".repeat(64))), &tools(&["a"]), &mut vec![])).contains("differs from the pinned"));
+    }
+
+    #[test]
+    fn read_expectations() {
+        let result = ToolResult { is_error: false, text: vec!["{\"n\": 5}".into()], structured: None, raw: json!({}) };
+        assert!(matches!(judge_read("t", &Expectation::JsonSubset(json!({"n": 5})), &result, vec![]), Attempt::Pass { .. }));
+        assert!(matches!(judge_read("t", &Expectation::TextContains("5".into()), &result, vec![]), Attempt::Pass { .. }));
+        assert!(reason(judge_read("t", &Expectation::TextContains("6".into()), &result, vec![])).contains("no text containing"));
+        let failed = ToolResult { is_error: true, ..result };
+        assert!(reason(judge_read("t", &Expectation::TextContains("5".into()), &failed, vec![])).contains("isError: true"));
+    }
+}

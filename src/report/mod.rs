@@ -42,3 +42,6 @@ pub fn write_all(report: &RunReport, outputs: &Outputs, redactor: &Redactor) -> 
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests;
