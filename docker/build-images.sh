@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Build the fixture images of cordon's reference stack, with no registry and no pulls:
+#   cordon-fixture:dev  FROM scratch + the static `cordon-fixture` binary (fixtures/ crate)
+#   cordon-busybox:dev  FROM scratch + Debian's busybox-static, applets installed in /bin
+# Idempotent; prints every step; stops at the first failure.
+#
+# Env: FIXTURE_TAG (default cordon-fixture:dev), BUSYBOX_TAG (default cordon-busybox:dev),
+#      BUSYBOX (default /bin/busybox), CARGO (default cargo).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+fixture_tag="${FIXTURE_TAG:-cordon-fixture:dev}"
+busybox_tag="${BUSYBOX_TAG:-cordon-busybox:dev}"
+busybox="${BUSYBOX:-/bin/busybox}"
+cargo="${CARGO:-cargo}"
+target=x86_64-unknown-linux-gnu
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'build-images.sh: error: %s\n' "$*" >&2; exit 1; }
+run() { printf '+ %s\n' "$*" >&2; "$@"; }
+
+command -v docker >/dev/null || die "docker CLI not found"
+docker info >/dev/null 2>&1 || die "docker engine not reachable (start dockerd)"
+command -v "$cargo" >/dev/null || die "cargo not found"
+
+ctx="$(mktemp -d -t cordon-images.XXXXXX)"
+trap 'rm -rf "$ctx"' EXIT
+
+# 1. The static fixture binary.
+say "building the static cordon-fixture binary ($target, crt-static)"
+start=$(date +%s)
+RUSTFLAGS="-C target-feature=+crt-static" run "$cargo" build --release --locked \
+    --target "$target" --manifest-path "$repo/fixtures/Cargo.toml"
+bin="$repo/fixtures/target/$target/release/cordon-fixture"
+[ -x "$bin" ] || die "expected binary at $bin"
+if command -v file >/dev/null; then
+    file "$bin" | grep -Eq 'statically linked|static-pie linked' || die "$bin is not statically linked: $(file "$bin")"
+fi
+say "binary ready in $(( $(date +%s) - start ))s: $bin ($(du -h "$bin" | cut -f1))"
+
+# 2. Busybox: Debian's busybox-static (the dynamic `busybox` package would not run FROM scratch).
+is_static() { [ -x "$1" ] && command -v file >/dev/null && file -L "$1" | grep -Eq 'statically linked|static-pie linked'; }
+if ! is_static "$busybox"; then
+    say "$busybox missing or not static; installing Debian's busybox-static"
+    run apt-get install -y busybox-static || die "cannot install busybox-static"
+    busybox=/bin/busybox
+    is_static "$busybox" || die "$busybox is still not a static binary"
+fi
+
+build() { # tag dockerfile-dir file...
+    local tag="$1" dir="$2"; shift 2
+    local c="$ctx/$(basename "$dir")"
+    mkdir -p "$c"
+    cp "$here/images/$dir/Dockerfile" "$c/Dockerfile"
+    local f
+    for f in "$@"; do cp "$f" "$c/"; done
+    say "building image $tag from docker/images/$dir"
+    DOCKER_BUILDKIT=0 run docker build --pull=false -t "$tag" "$c"
+}
+
+build "$fixture_tag" fixture "$bin"
+mkdir -p "$ctx/stage" && cp "$busybox" "$ctx/stage/busybox" && chmod 0755 "$ctx/stage/busybox"
+build "$busybox_tag" busybox "$ctx/stage/busybox"
+
+say "removing dangling images left by earlier builds (label org.cordon.fixture=1 only)"
+run docker image prune -f --filter label=org.cordon.fixture=1 >/dev/null
+
+say "smoke test"
+run docker run --rm --network none "$fixture_tag" --version
+run docker run --rm --network none "$busybox_tag" sh -c 'busybox | head -1; for a in sh ip nc wget nslookup; do command -v $a || exit 1; done'
+
+say "done"
+docker image ls --filter label=org.cordon.fixture=1 --format '{{.Repository}}:{{.Tag}}  {{.Size}}' \
+    | grep -E "^(${fixture_tag}|${busybox_tag})  " >&2 || true
