@@ -7,7 +7,10 @@ use std::time::{Instant, SystemTime};
 use libtest_mimic::Arguments;
 
 use crate::checks;
-use crate::config::{ConfigErrors, Scenario, Suite};
+use crate::config::{ConfigErrors, Mode, Scenario, Suite};
+use crate::engine::Engine;
+use crate::netns;
+use crate::topology::Topology;
 use crate::exit;
 use crate::model::{CheckName, RunReport};
 use crate::report::{self, console};
@@ -20,6 +23,27 @@ pub struct RunRequest {
     pub redactor: Redactor,
     pub tests: Arguments,
     pub results_dir: Option<PathBuf>,
+    /// The compose project; overrides the scenario's `project`.
+    pub project: Option<String>,
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Host => "host",
+        Mode::Compose => "compose",
+        Mode::Swarm => "swarm",
+    }
+}
+
+/// Reads the deployment from the engine and proves a namespace can be entered, so an
+/// unprivileged run stops at once with what to do instead of waiting out the deadline.
+async fn discover(project: &str, scenario: &Scenario) -> Result<Topology, String> {
+    let engine = Engine::connect().await.map_err(|e| e.to_string())?;
+    let topology = Topology::discover(&engine, project, scenario).await.map_err(|e| e.to_string())?;
+    if let Some(target) = topology.services.values().flatten().next() {
+        netns::run_in_netns_async(target.pid, |_| async {}).await.map_err(|e| e.to_string())?;
+    }
+    Ok(topology)
 }
 
 pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redactor) -> i32 {
@@ -31,7 +55,7 @@ pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redact
 }
 
 pub fn execute(request: RunRequest) -> i32 {
-    let RunRequest { scenario, mut suite, redactor, tests, results_dir } = request;
+    let RunRequest { scenario, mut suite, redactor, tests, results_dir, project } = request;
     if let Some(dir) = results_dir {
         suite.outputs.dir = dir;
     }
@@ -58,8 +82,25 @@ pub fn execute(request: RunRequest) -> i32 {
     let suite_name = suite.file.display().to_string();
     let mode = suite.mode;
     let outputs = suite.outputs.clone();
-    let ctx = Arc::new(RunContext { scenario, suite, redactor: redactor.clone() });
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("cannot start the tokio runtime");
+    let topology = match mode {
+        Mode::Host => None,
+        Mode::Compose | Mode::Swarm => {
+            let Some(project) = project.or_else(|| scenario.project.clone()) else {
+                eprintln!("error: {} mode needs the compose project: pass --project or set `project:` in {}", mode_name(mode), scenario.file.display());
+                return exit::USAGE;
+            };
+            eprintln!("resolving compose project `{project}` through the Docker engine");
+            match runtime.block_on(discover(&project, &scenario)) {
+                Ok(t) => Some(Arc::new(t)),
+                Err(message) => {
+                    eprintln!("error: {}", redactor.redact(&message));
+                    return exit::INFRASTRUCTURE;
+                }
+            }
+        }
+    };
+    let ctx = Arc::new(RunContext { scenario, suite, redactor: redactor.clone(), topology });
     let progress = Arc::new(StderrProgress { redactor: redactor.clone() });
     let results = runtime.block_on(runner::run_checks(selected, ctx, progress));
     runtime.shutdown_background();

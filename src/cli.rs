@@ -32,6 +32,23 @@ enum Command {
         /// Directory for JUnit, JSON and Markdown (overrides the suite's outputs.dir).
         #[arg(long)]
         results: Option<PathBuf>,
+        /// Compose project (overrides the scenario's `project`).
+        #[arg(long)]
+        project: Option<String>,
+        #[command(flatten)]
+        tests: Arguments,
+    },
+    /// Run suites/compose.yaml against a deployed compose project, from inside each
+    /// client container's network namespace (needs root and the Docker engine).
+    Compose {
+        #[arg(long, default_value = "scenarios/reference.yaml")]
+        scenario: PathBuf,
+        #[arg(long, default_value = "suites/compose.yaml")]
+        suite: PathBuf,
+        #[arg(long)]
+        results: Option<PathBuf>,
+        #[arg(long)]
+        project: Option<String>,
         #[command(flatten)]
         tests: Arguments,
     },
@@ -91,7 +108,7 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     let redactor = Redactor::new();
     match cli.command {
-        Command::Run { suite, scenario, results, tests } => {
+        Command::Run { suite, scenario, results, project, tests } | Command::Compose { suite, scenario, results, project, tests } => {
             let scenario = match Scenario::load(&scenario, &redactor) {
                 Ok(s) => s,
                 Err(e) => return app::report_config_errors("scenario", &e, &redactor),
@@ -100,7 +117,7 @@ pub fn main() -> i32 {
                 Ok(s) => s,
                 Err(e) => return app::report_config_errors("suite", &e, &redactor),
             };
-            app::execute(RunRequest { scenario, suite, redactor, tests, results_dir: results })
+            app::execute(RunRequest { scenario, suite, redactor, tests, results_dir: results, project })
         }
         Command::Probe(args) => match probe_request(*args, &redactor) {
             Ok(request) => app::execute(request),
@@ -153,8 +170,10 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         disabled: false,
         app_ports: vec![],
         service: "probe".into(),
+        sidecar_networks: None,
+        app: None,
     };
-    let scenario = Scenario { name: format!("probe {}", args.url), file: PathBuf::from("<probe>"), providers: vec![provider], clients: vec![], credentials, foreign_credentials };
+    let scenario = Scenario { name: format!("probe {}", args.url), project: None, file: PathBuf::from("<probe>"), providers: vec![provider], clients: vec![], credentials, foreign_credentials };
     let suite = Suite::for_probe(limits, duration("--deadline", &args.deadline)?);
-    Ok(RunRequest { scenario, suite, redactor: redactor.clone(), tests: args.tests, results_dir: args.results })
+    Ok(RunRequest { scenario, suite, redactor: redactor.clone(), tests: args.tests, results_dir: args.results, project: None })
 }

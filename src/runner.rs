@@ -10,12 +10,15 @@ use tokio::sync::Semaphore;
 use crate::config::{KnownFailure, Scenario, Suite};
 use crate::model::{Attempt, CheckName, CheckResult, Verdict};
 use crate::secret::Redactor;
+use crate::topology::Topology;
 
 /// Everything a check may read while it runs.
 pub struct RunContext {
     pub scenario: Scenario,
     pub suite: Suite,
     pub redactor: Redactor,
+    /// The engine's view of the deployment; `None` in host mode.
+    pub topology: Option<Arc<Topology>>,
 }
 
 /// One named verdict with evidence; each family module implements it.

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use super::{attempt_from_error, host_endpoint, refusal};
-use crate::config::{Expectation, Family, Provider, Scenario};
-use crate::mcp::{McpClient, Session, Tool, ToolResult, schema_hash};
+use super::{attempt_from_error, refusal, with_provider_endpoint};
+use crate::config::{Expectation, Family, Provider, ReadSpec, Scenario};
+use crate::mcp::{Endpoint, Limits, McpClient, Session, Tool, ToolResult, schema_hash};
+use crate::secret::Secret;
 use crate::model::{Attempt, CheckName};
 use crate::runner::{Check, RunContext};
 
@@ -26,14 +27,24 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     checks
 }
 
-/// Opens a session with the credential the provider expects.
-pub async fn open_session(ctx: &RunContext, provider: &Provider) -> Result<(McpClient, Session, Vec<String>), Attempt> {
-    let secret = ctx.scenario.secret(&provider.credential).clone();
-    let client = McpClient::new(host_endpoint(provider), Some(secret), ctx.suite.limits.clone())
-        .map_err(|e| attempt_from_error("cannot build the HTTP client", &e, vec![]))?;
-    let session = client.connect().await.map_err(|e| attempt_from_error(&format!("session with {} refused or failed", provider.url), &e, vec![format!("endpoint: {} ({:?})", provider.url, provider.transport)]))?;
-    let evidence = vec![format!("endpoint: {}", provider.url), format!("era: {:?}", session.era)];
-    Ok((client, session, evidence))
+/// Opens a session at `endpoint` with `secret`.
+pub async fn open_session(endpoint: Endpoint, secret: Secret, limits: Limits, mut evidence: Vec<String>) -> Result<(McpClient, Session, Vec<String>), Attempt> {
+    let url = endpoint.url.clone();
+    evidence.push(match endpoint.pin {
+        Some(pin) => format!("endpoint: {url} at {pin} ({:?})", endpoint.transport),
+        None => format!("endpoint: {url} ({:?})", endpoint.transport),
+    });
+    let client = match McpClient::new(endpoint, Some(secret), limits) {
+        Ok(c) => c,
+        Err(e) => return Err(attempt_from_error("cannot build the HTTP client", &e, evidence)),
+    };
+    match client.connect().await {
+        Ok(session) => {
+            evidence.push(format!("era: {:?}", session.era));
+            Ok((client, session, evidence))
+        }
+        Err(e) => Err(attempt_from_error(&format!("session with {url} refused or failed"), &e, evidence)),
+    }
 }
 
 struct ToolsCheck {
@@ -48,17 +59,22 @@ impl Check for ToolsCheck {
 
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
-            let (client, session, mut evidence) = match open_session(ctx, provider).await {
-                Ok(s) => s,
-                Err(attempt) => return attempt,
-            };
-            let listed = client.list_tools(&session).await;
-            client.close(session).await;
-            match listed {
-                Ok(tools) => judge_tools(provider, &tools, &mut evidence),
-                Err(e) => attempt_from_error("tools/list failed", &e, evidence),
-            }
+            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
+            let secret = ctx.scenario.secret(&provider.credential).clone();
+            let limits = ctx.suite.limits.clone();
+            with_provider_endpoint(ctx, &provider.clone(), move |endpoint, evidence| async move {
+                let (client, session, mut evidence) = match open_session(endpoint, secret, limits, evidence).await {
+                    Ok(s) => s,
+                    Err(attempt) => return attempt,
+                };
+                let listed = client.list_tools(&session).await;
+                client.close(session).await;
+                match listed {
+                    Ok(tools) => judge_tools(&provider, &tools, &mut evidence),
+                    Err(e) => attempt_from_error("tools/list failed", &e, evidence),
+                }
+            })
+            .await
         })
     }
 }
@@ -108,21 +124,30 @@ impl Check for ReadCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
-            let Some(read) = &provider.read else {
+            let Some(read) = provider.read.clone() else {
                 return Attempt::Skip { reason: format!("no deterministic read is configured for provider `{}` (scenario `read:`, probe `--read`)", provider.id) };
             };
-            let (client, session, mut evidence) = match open_session(ctx, provider).await {
-                Ok(s) => s,
-                Err(attempt) => return attempt,
-            };
-            let called = client.call_tool(&session, &read.tool, read.arguments.clone()).await;
-            client.close(session).await;
-            evidence.push(format!("call: {}({})", read.tool, read.arguments));
-            match called {
-                Ok(result) => judge_read(&read.tool, &read.expect, &result, evidence),
-                Err(e) => attempt_from_error(&format!("tools/call {} failed", read.tool), &e, evidence),
-            }
+            let secret = ctx.scenario.secret(&provider.credential).clone();
+            let limits = ctx.suite.limits.clone();
+            with_provider_endpoint(ctx, provider, move |endpoint, evidence| async move {
+                match open_session(endpoint, secret, limits, evidence).await {
+                    Ok((client, session, evidence)) => deterministic_read(&client, session, &read, evidence).await,
+                    Err(attempt) => attempt,
+                }
+            })
+            .await
         })
+    }
+}
+
+/// Calls the read tool on an open session, closes it, and judges the result.
+pub async fn deterministic_read(client: &McpClient, session: Session, read: &ReadSpec, mut evidence: Vec<String>) -> Attempt {
+    let called = client.call_tool(&session, &read.tool, read.arguments.clone()).await;
+    client.close(session).await;
+    evidence.push(format!("call: {}({})", read.tool, read.arguments));
+    match called {
+        Ok(result) => judge_read(&read.tool, &read.expect, &result, evidence),
+        Err(e) => attempt_from_error(&format!("tools/call {} failed", read.tool), &e, evidence),
     }
 }
 
@@ -196,6 +221,8 @@ mod tools_diff_tests {
             disabled: false,
             app_ports: vec![],
             service: "p".into(),
+            sidecar_networks: None,
+            app: None,
         }
     }
 

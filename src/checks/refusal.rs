@@ -4,9 +4,9 @@
 use futures_util::future::BoxFuture;
 
 use super::contract::{excerpt, open_session};
-use super::{attempt_from_error, host_endpoint};
+use super::{attempt_from_error, with_provider_endpoint};
 use crate::config::{Provider, Refusal};
-use crate::mcp::{EntryPoint, McpClient, RawAnswer, Transport};
+use crate::mcp::{Endpoint, EntryPoint, Limits, McpClient, RawAnswer, Transport};
 use crate::model::{Attempt, CheckName};
 use crate::runner::{Check, RunContext};
 use crate::secret::Secret;
@@ -49,60 +49,70 @@ impl Check for RefusalCheck {
 
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
-            let bearer = match self.bearer_for(ctx, provider) {
+            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
+            let bearer = match self.bearer_for(ctx, &provider) {
                 Ok(b) => b,
                 Err(attempt) => return attempt,
             };
-            let mut evidence = vec![format!("endpoint: {}", provider.url), format!("bearer: {}", describe(self.bearer, bearer.as_ref()))];
-            // Legacy SSE hands out its POST URL only on a stream; borrow one from a valid
-            // session so the wrong bearer is tried where messages are actually accepted.
-            let message_url = if provider.transport == Transport::Sse {
-                match open_session(ctx, provider).await {
-                    Ok((client, session, _)) => {
-                        let url = session.message_url.clone();
-                        client.close(session).await;
-                        url
-                    }
-                    Err(attempt) => return attempt,
-                }
-            } else {
-                None
-            };
-            let client = match McpClient::new(host_endpoint(provider), bearer, ctx.suite.limits.clone()) {
-                Ok(c) => c,
-                Err(e) => return attempt_from_error("cannot build the HTTP client", &e, evidence),
-            };
-            let mut failures = Vec::new();
-            let mut not_ready = Vec::new();
-            for &entry in entry_points(provider.transport) {
-                match client.raw_exchange(entry, message_url.as_ref()).await {
-                    Ok(answer) => {
-                        evidence.push(summarize(&answer));
-                        if answer.status >= 500 {
-                            not_ready.push(format!("{entry} answered {}", answer.status));
-                        } else if let Err(why) = judge(&answer, provider.refusal) {
-                            failures.push(format!("{entry}: {why}"));
-                        }
-                    }
-                    Err(e) if e.is_not_ready() => {
-                        evidence.push(format!("{entry}: {e}"));
-                        not_ready.push(format!("{entry}: {e}"));
-                    }
-                    Err(e) => {
-                        evidence.push(format!("{entry}: {e}"));
-                        failures.push(format!("{entry}: {e}"));
-                    }
-                }
-            }
-            if !failures.is_empty() {
-                Attempt::fail(format!("{} was not refused: {}", describe(self.bearer, None), failures.join("; ")), evidence)
-            } else if !not_ready.is_empty() {
-                Attempt::not_ready(not_ready.join("; "), evidence)
-            } else {
-                Attempt::Pass { evidence }
-            }
+            let valid = ctx.scenario.secret(&provider.credential).clone();
+            let limits = ctx.suite.limits.clone();
+            let kind = self.bearer;
+            with_provider_endpoint(ctx, &provider.clone(), move |endpoint, evidence| refuse_everywhere(provider, endpoint, kind, bearer, valid, limits, evidence)).await
         })
+    }
+}
+
+/// Presents `bearer` at every entry point of the transport; any answer that is not a
+/// refusal fails the check.
+async fn refuse_everywhere(provider: Provider, endpoint: Endpoint, kind: Bearer, bearer: Option<Secret>, valid: Secret, limits: Limits, mut evidence: Vec<String>) -> Attempt {
+    evidence.push(format!("endpoint: {}", provider.url));
+    evidence.push(format!("bearer: {}", describe(kind, bearer.as_ref())));
+    // Legacy SSE hands out its POST URL only on a stream; borrow one from a valid
+    // session so the wrong bearer is tried where messages are actually accepted.
+    let message_url = if provider.transport == Transport::Sse {
+        match open_session(endpoint.clone(), valid, limits.clone(), vec![]).await {
+            Ok((client, session, _)) => {
+                let url = session.message_url.clone();
+                client.close(session).await;
+                url
+            }
+            Err(attempt) => return attempt,
+        }
+    } else {
+        None
+    };
+    let client = match McpClient::new(endpoint, bearer, limits) {
+        Ok(c) => c,
+        Err(e) => return attempt_from_error("cannot build the HTTP client", &e, evidence),
+    };
+    let mut failures = Vec::new();
+    let mut not_ready = Vec::new();
+    for &entry in entry_points(provider.transport) {
+        match client.raw_exchange(entry, message_url.as_ref()).await {
+            Ok(answer) => {
+                evidence.push(summarize(&answer));
+                if answer.status >= 500 {
+                    not_ready.push(format!("{entry} answered {}", answer.status));
+                } else if let Err(why) = judge(&answer, provider.refusal) {
+                    failures.push(format!("{entry}: {why}"));
+                }
+            }
+            Err(e) if e.is_not_ready() => {
+                evidence.push(format!("{entry}: {e}"));
+                not_ready.push(format!("{entry}: {e}"));
+            }
+            Err(e) => {
+                evidence.push(format!("{entry}: {e}"));
+                failures.push(format!("{entry}: {e}"));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        Attempt::fail(format!("{} was not refused: {}", describe(kind, None), failures.join("; ")), evidence)
+    } else if !not_ready.is_empty() {
+        Attempt::not_ready(not_ready.join("; "), evidence)
+    } else {
+        Attempt::Pass { evidence }
     }
 }
 
@@ -143,7 +153,7 @@ fn describe(bearer: Bearer, secret: Option<&Secret>) -> String {
     }
 }
 
-fn summarize(a: &RawAnswer) -> String {
+pub fn summarize(a: &RawAnswer) -> String {
     let mut line = format!("{}: {} {} → {}", a.entry, a.method, a.url, a.status);
     if let Some(ct) = &a.content_type {
         line.push_str(&format!(", content-type {ct}"));

@@ -5,7 +5,7 @@ pub mod scenario;
 pub mod suite;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use scenario::{Client, Expectation, Provider, ReadSpec, Refusal, Scenario, ToolsContract};
+pub use scenario::{AppSpec, Client, Expectation, Provider, ReadSpec, Refusal, Scenario, ToolsContract};
 pub use suite::{Family, KnownFailure, Mode, Outputs, Suite};
 
 #[cfg(test)]

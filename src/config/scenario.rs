@@ -15,6 +15,8 @@ use crate::secret::{MIN_SECRET_LEN, Redactor, Secret};
 #[serde(deny_unknown_fields)]
 struct ScenarioFile {
     name: String,
+    /// The compose project (or swarm stack) the scenario describes; `--project` overrides.
+    project: Option<String>,
     #[serde(default)]
     credentials: BTreeMap<String, Spanned<CredentialRef>>,
     providers: BTreeMap<String, Spanned<ProviderFile>>,
@@ -48,6 +50,25 @@ struct ProviderFile {
     #[serde(default)]
     app_ports: Vec<u16>,
     service: Option<String>,
+    sidecar: Option<Spanned<SidecarFile>>,
+    app: Option<AppSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SidecarFile {
+    /// The networks it may sit on: its provider's network and the declared upstream one.
+    networks: Vec<String>,
+}
+
+/// The application behind an adapter sidecar: its containers count as the provider's
+/// for lateral reach.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppSpec {
+    pub service: String,
+    #[serde(default)]
+    pub ports: Vec<u16>,
 }
 
 fn default_transport() -> Transport {
@@ -110,6 +131,7 @@ pub enum Expectation {
 #[derive(Debug, Clone)]
 pub struct Scenario {
     pub name: String,
+    pub project: Option<String>,
     pub file: PathBuf,
     pub providers: Vec<Provider>,
     pub clients: Vec<Client>,
@@ -132,6 +154,9 @@ pub struct Provider {
     pub disabled: bool,
     pub app_ports: Vec<u16>,
     pub service: String,
+    /// Set when the endpoint is an adapter sidecar: the networks it may be attached to.
+    pub sidecar_networks: Option<Vec<String>>,
+    pub app: Option<AppSpec>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -234,6 +259,11 @@ impl Validator<'_> {
                     self.error(&read.referenced, format!("{key}.read.arguments"), "arguments must be a mapping".into());
                 }
             }
+            if let Some(sidecar) = &p.sidecar {
+                if sidecar.value.networks.is_empty() {
+                    self.error(&sidecar.referenced, format!("{key}.sidecar.networks"), "a sidecar must declare at least its provider's network".into());
+                }
+            }
             if let Some(url) = url {
                 providers.push(Provider {
                     id: id.clone(),
@@ -256,6 +286,8 @@ impl Validator<'_> {
                     disabled: p.disabled,
                     app_ports: p.app_ports.clone(),
                     service: p.service.clone().unwrap_or_else(|| id.clone()),
+                    sidecar_networks: p.sidecar.as_ref().map(|s| s.value.networks.clone()),
+                    app: p.app.clone(),
                 });
             }
         }
@@ -292,7 +324,7 @@ impl Validator<'_> {
         }
 
         if self.errors.is_empty() {
-            Ok(Scenario { name: raw.name, file: self.file.to_path_buf(), providers, clients, credentials, foreign_credentials: Vec::new() })
+            Ok(Scenario { name: raw.name, project: raw.project, file: self.file.to_path_buf(), providers, clients, credentials, foreign_credentials: Vec::new() })
         } else {
             Err(ConfigErrors(self.errors))
         }

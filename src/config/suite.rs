@@ -48,7 +48,8 @@ impl Family {
     pub fn supported_in(self, mode: Mode) -> bool {
         match mode {
             Mode::Host => matches!(self, Family::Contract),
-            Mode::Compose | Mode::Swarm => false,
+            Mode::Compose => !matches!(self, Family::Openwebui),
+            Mode::Swarm => false,
         }
     }
 }

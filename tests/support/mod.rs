@@ -1,2 +1,3 @@
 pub mod peers;
 pub mod harness;
+pub mod docker;

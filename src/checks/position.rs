@@ -1,0 +1,153 @@
+//! Where a probe runs, and what a client sees from there: the wildcard set W and the
+//! provider's addresses as the client's own resolver answers.
+
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Provider;
+use crate::dns::{ClientResolver, WildcardSet};
+use crate::engine::Target;
+use crate::mcp::Endpoint;
+use crate::model::Attempt;
+use crate::netns::{self, NetnsContext};
+use crate::topology::Topology;
+
+/// A probe position: this process's namespace, or a container's.
+#[derive(Debug, Clone)]
+pub enum Position {
+    Host,
+    Container { pid: u32, label: String },
+}
+
+impl Position {
+    pub fn of(label: &str, target: &Target) -> Position {
+        Position::Container { pid: target.pid, label: format!("{label} ({})", target.name) }
+    }
+
+    pub fn label(&self) -> String {
+        match self {
+            Position::Host => "cordon's own network namespace".into(),
+            Position::Container { label, .. } => label.clone(),
+        }
+    }
+
+    /// Runs `job` here: directly, or on a thread inside the container's netns so every
+    /// socket the job opens lives there.
+    pub async fn run<F, Fut>(&self, job: F) -> Attempt
+    where
+        F: FnOnce(Option<NetnsContext>) -> Fut + Send + 'static,
+        Fut: Future<Output = Attempt> + Send + 'static,
+    {
+        match self {
+            Position::Host => job(None).await,
+            Position::Container { pid, label } => match netns::run_in_netns_async(*pid, move |ctx| job(Some(ctx))).await {
+                Ok(attempt) => attempt,
+                Err(e) => Attempt::not_ready(format!("cannot probe from {label}: {e}"), vec![]),
+            },
+        }
+    }
+}
+
+/// The client's resolver and what unknown names resolve to from there.
+pub struct ClientView {
+    pub resolver: ClientResolver,
+    pub wildcard: WildcardSet,
+}
+
+impl ClientView {
+    /// Learns W before anything else: no verdict may rest on a name alone.
+    pub async fn learn(ctx: &NetnsContext) -> Result<ClientView, Attempt> {
+        let resolver = ClientResolver::from_resolv_conf(&ctx.resolv_conf)
+            .map_err(|e| Attempt::not_ready(format!("cannot configure the client's resolver from its resolv.conf: {e}"), vec![format!("resolv.conf: {}", ctx.resolv_conf.replace('\n', "; "))]))?;
+        let wildcard = resolver.learn_wildcard().await;
+        if !wildcard.is_complete() {
+            let errors: Vec<String> = wildcard.errors.iter().map(|(n, e)| format!("{n}: {e}")).collect();
+            return Err(Attempt::not_ready(format!("could not learn the wildcard set: {}", errors.join("; ")), vec![]));
+        }
+        Ok(ClientView { resolver, wildcard })
+    }
+
+    pub fn wildcard_evidence(&self) -> String {
+        let addrs: Vec<String> = self.wildcard.addrs.iter().map(IpAddr::to_string).collect();
+        let probes: Vec<String> = self.wildcard.probes.iter().map(|(n, a)| format!("{n} → [{}]", join(a))).collect();
+        format!("wildcard set W = {{{}}} (learned from {})", addrs.join(", "), probes.join(", "))
+    }
+}
+
+/// What the provider's endpoint host resolves to from a client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolution {
+    Nothing,
+    /// Every answer is in W: the name "works" only through the wildcard record.
+    OnlyWildcard(Vec<IpAddr>),
+    /// Answers outside W, none of them a provider container on a shared network.
+    Foreign(Vec<IpAddr>),
+    /// Addresses of provider containers on networks the client shares, with the network.
+    Owned(Vec<(IpAddr, String)>),
+}
+
+/// Resolves `host` with the client's resolver and judges the answers against W and the
+/// engine's view of the provider's containers.
+pub async fn resolve_provider(view: &ClientView, host: &str, provider_targets: &[Target], client: Option<&Target>, topology: &Topology) -> Result<(Resolution, Vec<String>), Attempt> {
+    let answers = view.resolver.lookup(host).await.map_err(|e| Attempt::not_ready(format!("resolving {host}: {e}"), vec![view.wildcard_evidence()]))?;
+    let mut evidence = vec![view.wildcard_evidence(), format!("{host} → [{}]", join(&answers))];
+    if answers.is_empty() {
+        return Ok((Resolution::Nothing, evidence));
+    }
+    let outside: Vec<IpAddr> = answers.iter().copied().filter(|a| !view.wildcard.contains(a)).collect();
+    if outside.is_empty() {
+        return Ok((Resolution::OnlyWildcard(answers), evidence));
+    }
+    let shared = |network: &str| client.is_none_or(|c| c.attachments.iter().any(|a| a.network == network));
+    let mut owned = Vec::new();
+    for addr in &outside {
+        for target in provider_targets {
+            for att in &target.attachments {
+                let matches = att.ipv4.map(IpAddr::V4) == Some(*addr) || att.ipv6.map(IpAddr::V6) == Some(*addr);
+                if matches && shared(&att.network) {
+                    owned.push((*addr, topology.network_key(&att.network).to_string()));
+                }
+            }
+        }
+    }
+    if owned.is_empty() {
+        let names: Vec<String> = provider_targets.iter().map(|t| t.name.clone()).collect();
+        evidence.push(format!("provider containers: {}", names.join(", ")));
+        return Ok((Resolution::Foreign(outside), evidence));
+    }
+    Ok((Resolution::Owned(owned), evidence))
+}
+
+/// An endpoint pinned to an address the client's resolver gave, so the HTTP client never
+/// resolves on its own (it would read the host's resolv.conf, not the container's).
+pub fn pinned(provider: &Provider, addr: IpAddr) -> Endpoint {
+    let port = provider.url.port_or_known_default().unwrap_or(80);
+    Endpoint { url: provider.url.clone(), transport: provider.transport, pin: Some(SocketAddr::new(addr, port)) }
+}
+
+/// Ok when a TCP connection opens within `timeout`; the error says how it failed.
+pub async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
+    match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await {
+        Ok(Ok(_stream)) => Ok(()),
+        Ok(Err(e)) => Err(format!("{e}")),
+        Err(_) => Err(format!("no answer within {:.1}s", timeout.as_secs_f64())),
+    }
+}
+
+pub fn join(addrs: &[IpAddr]) -> String {
+    addrs.iter().map(IpAddr::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// Where the contract checks of a provider run: the first admitted client with a running
+/// container, else the provider's own container (it sits on the provider's network).
+pub fn contract_position(topology: &Arc<Topology>, scenario: &crate::config::Scenario, provider: &Provider) -> Option<(Position, Option<Target>)> {
+    for consumer in &provider.allowed_consumers {
+        let Some(client) = scenario.clients.iter().find(|c| &c.id == consumer) else { continue };
+        if let Some(target) = topology.running(&client.service).first() {
+            return Some((Position::of(&format!("client {}", client.id), target), Some(target.clone())));
+        }
+    }
+    topology.running(&provider.service).first().map(|t| (Position::of(&format!("provider {}", provider.id), t), None))
+}

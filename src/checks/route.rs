@@ -1,0 +1,94 @@
+//! `route::<client>-><provider>`: from the client's own namespace, the provider's name
+//! resolves to an address outside the wildcard set W that belongs to a provider container
+//! on a network the client shares, and that address accepts TCP on the endpoint port.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use super::position::{ClientView, Position, Resolution, join, resolve_provider, tcp_connect};
+use crate::config::{Family, Scenario};
+use crate::model::{Attempt, CheckName};
+use crate::runner::{Check, RunContext};
+
+pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
+    let mut checks: Vec<Arc<dyn Check>> = Vec::new();
+    for provider in scenario.providers.iter().filter(|p| !p.disabled) {
+        for client in &provider.allowed_consumers {
+            checks.push(Arc::new(RouteCheck { name: pair_name(Family::Route, client, "->", &provider.id), client: client.clone(), provider: provider.id.clone() }));
+        }
+    }
+    checks
+}
+
+pub fn pair_name(family: Family, client: &str, arrow: &str, provider: &str) -> CheckName {
+    CheckName::new(family, format!("{client}{arrow}{provider}"))
+}
+
+pub fn describe(resolution: &Resolution) -> String {
+    match resolution {
+        Resolution::Nothing => "the name does not resolve".into(),
+        Resolution::OnlyWildcard(addrs) => format!("it resolves only to wildcard address(es) [{}]: the name answers through the wildcard DNS record, not through a route to the provider", join(addrs)),
+        Resolution::Foreign(addrs) => format!("it resolves to [{}], which is no provider container on a network the client shares", join(addrs)),
+        Resolution::Owned(addrs) => format!("it resolves to [{}]", addrs.iter().map(|(a, n)| format!("{a} on {n}")).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+struct RouteCheck {
+    name: CheckName,
+    client: String,
+    provider: String,
+}
+
+impl Check for RouteCheck {
+    fn name(&self) -> &CheckName {
+        &self.name
+    }
+
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let topology = ctx.topology.clone().expect("route checks run in compose or swarm mode");
+            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
+            let client = ctx.scenario.clients.iter().find(|c| c.id == self.client).expect("validated consumer");
+            let Some(client_target) = topology.running(&client.service).first().cloned() else {
+                return Attempt::not_ready(format!("client `{}` has no running container", client.id), vec![]);
+            };
+            let targets = topology.running(&provider.service).to_vec();
+            let timeout = ctx.suite.limits.connect_timeout;
+            let label = format!("client {}", client.id);
+            Position::of(&label, &client_target)
+                .run(move |netns| async move {
+                    let netns = netns.expect("a container position runs in a namespace");
+                    let view = match ClientView::learn(&netns).await {
+                        Ok(v) => v,
+                        Err(attempt) => return attempt,
+                    };
+                    let host = provider.url.host_str().unwrap_or_default().to_string();
+                    let port = provider.url.port_or_known_default().unwrap_or(80);
+                    let (resolution, mut evidence) = match resolve_provider(&view, &host, &targets, Some(&client_target), &topology).await {
+                        Ok(r) => r,
+                        Err(attempt) => return attempt,
+                    };
+                    let Resolution::Owned(addrs) = &resolution else {
+                        return Attempt::fail(format!("no route from {label} to `{host}`: {}", describe(&resolution)), evidence);
+                    };
+                    let mut refusals = Vec::new();
+                    for (addr, network) in addrs {
+                        match tcp_connect(SocketAddr::new(*addr, port), timeout).await {
+                            Ok(()) => {
+                                evidence.push(format!("{addr}:{port} on network {network} accepted TCP"));
+                                return Attempt::Pass { evidence };
+                            }
+                            Err(e) => refusals.push(format!("{addr}:{port} on {network}: {e}")),
+                        }
+                    }
+                    evidence.extend(refusals.iter().cloned());
+                    // The address is the provider's own: a refused connect is a provider
+                    // still starting, retried until the deadline.
+                    Attempt::not_ready(format!("`{host}` resolves to the provider but no address accepts TCP on port {port}: {}", refusals.join("; ")), evidence)
+                })
+                .await
+        })
+    }
+}

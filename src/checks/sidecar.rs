@@ -1,0 +1,205 @@
+//! `sidecar::<provider>::interfaces` and `::hardening`: an adapter sidecar holds its
+//! provider's credential, so it sits on its declared networks only and runs locked down.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use super::position::Position;
+use crate::config::{Family, Mode, Scenario};
+use crate::engine::{HardeningFacts, NetworkFacts, Target};
+use crate::model::{Attempt, CheckName};
+use crate::netns;
+use crate::runner::{Check, RunContext};
+use crate::topology::{Topology, compose_network_name};
+
+pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
+    let mut checks: Vec<Arc<dyn Check>> = Vec::new();
+    for provider in scenario.providers.iter().filter(|p| p.sidecar_networks.is_some() && !p.disabled) {
+        let name = |aspect: &str| CheckName::with_aspect(Family::Sidecar, provider.id.clone(), aspect);
+        checks.push(Arc::new(InterfacesCheck { name: name("interfaces"), provider: provider.id.clone() }));
+        checks.push(Arc::new(HardeningCheck { name: name("hardening"), provider: provider.id.clone() }));
+    }
+    checks
+}
+
+struct InterfacesCheck {
+    name: CheckName,
+    provider: String,
+}
+
+impl Check for InterfacesCheck {
+    fn name(&self) -> &CheckName {
+        &self.name
+    }
+
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let topology = ctx.topology.clone().expect("sidecar checks run in compose or swarm mode");
+            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
+            let declared = provider.sidecar_networks.clone().unwrap_or_default();
+            let Some(target) = topology.running(&provider.service).first().cloned() else {
+                return Attempt::not_ready(format!("sidecar service `{}` has no running container", provider.service), vec![]);
+            };
+            let kernel = Position::of(&format!("sidecar {}", provider.service), &target)
+                .run(|_| async {
+                    match netns::interfaces() {
+                        Ok(list) => Attempt::Pass { evidence: list.iter().map(|i| i.to_string()).collect() },
+                        Err(e) => Attempt::not_ready(e.to_string(), vec![]),
+                    }
+                })
+                .await;
+            let kernel_lines = match kernel {
+                Attempt::Pass { evidence } => evidence,
+                other => return other,
+            };
+            let allow_gwbridge = ctx.suite.mode == Mode::Swarm;
+            judge_interfaces(&topology, &target, &declared, &kernel_lines, allow_gwbridge)
+        })
+    }
+}
+
+/// Compares the kernel's interface list (lines `name addr/prefix`) with the engine's
+/// attachments and the declared networks.
+pub fn judge_interfaces(topology: &Topology, target: &Target, declared: &[String], kernel_lines: &[String], allow_gwbridge: bool) -> Attempt {
+    let mut evidence = vec![format!("declared networks: [{}]", declared.join(", "))];
+    evidence.push(format!("kernel view: {}", kernel_lines.join(", ")));
+    let engine_view: Vec<String> = target.attachments.iter().map(|a| format!("{} {}", topology.network_key(&a.network), a.ipv4.map(|i| i.to_string()).unwrap_or_default())).collect();
+    evidence.push(format!("engine view: {}", engine_view.join(", ")));
+    let kernel: Vec<(String, IpAddr)> = kernel_lines
+        .iter()
+        .filter_map(|l| {
+            let (name, cidr) = l.split_once(' ')?;
+            let addr: IpAddr = cidr.split('/').next()?.parse().ok()?;
+            Some((name.to_string(), addr))
+        })
+        .filter(|(_, a)| !a.is_loopback() && !is_link_local(a))
+        .collect();
+    let declared_facts: Vec<(&String, Option<&NetworkFacts>)> = declared.iter().map(|key| (key, topology.networks.get(&compose_network_name(&topology.project, key)))).collect();
+    let gwbridge = topology.networks.get("docker_gwbridge").filter(|_| allow_gwbridge);
+    let mut problems = Vec::new();
+    for (ifname, addr) in &kernel {
+        let home = declared_facts.iter().find(|(_, f)| f.is_some_and(|f| f.contains(*addr)));
+        if home.is_none() && !gwbridge.is_some_and(|g| g.contains(*addr)) {
+            let on = topology.networks.values().find(|n| n.contains(*addr)).map(|n| format!(" (it is on network {})", topology.network_key(&n.name))).unwrap_or_default();
+            problems.push(format!("{ifname} {addr} lies in no declared network's subnet{on}"));
+        }
+    }
+    for (key, facts) in &declared_facts {
+        match facts {
+            None => problems.push(format!("declared network `{key}` does not exist in project {}", topology.project)),
+            Some(f) if !kernel.iter().any(|(_, a)| f.contains(*a)) => problems.push(format!("declared network `{key}` has no interface in the sidecar")),
+            Some(_) => {}
+        }
+    }
+    let kernel_addrs: BTreeSet<IpAddr> = kernel.iter().map(|(_, a)| *a).collect();
+    let engine_addrs: BTreeSet<IpAddr> = target.addresses().into_iter().collect();
+    for missing in engine_addrs.difference(&kernel_addrs) {
+        problems.push(format!("the engine reports {missing} but the kernel has no such address"));
+    }
+    for extra in kernel_addrs.difference(&engine_addrs) {
+        if !gwbridge.is_some_and(|g| g.contains(*extra)) {
+            problems.push(format!("the kernel has {extra} but the engine reports no attachment with it"));
+        }
+    }
+    for att in &target.attachments {
+        let key = topology.network_key(&att.network);
+        if !declared.iter().any(|d| d == key) && !(allow_gwbridge && att.network == "docker_gwbridge") {
+            problems.push(format!("attached to undeclared network `{key}`"));
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    if problems.is_empty() { Attempt::Pass { evidence } } else { Attempt::fail(problems.join("; "), evidence) }
+}
+
+fn is_link_local(addr: &IpAddr) -> bool {
+    match addr {
+        IpAddr::V4(a) => a.is_link_local(),
+        IpAddr::V6(a) => (a.segments()[0] & 0xffc0) == 0xfe80,
+    }
+}
+
+struct HardeningCheck {
+    name: CheckName,
+    provider: String,
+}
+
+impl Check for HardeningCheck {
+    fn name(&self) -> &CheckName {
+        &self.name
+    }
+
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let topology = ctx.topology.clone().expect("sidecar checks run in compose or swarm mode");
+            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
+            let targets = topology.running(&provider.service);
+            if targets.is_empty() {
+                return Attempt::not_ready(format!("sidecar service `{}` has no running container", provider.service), vec![]);
+            }
+            let mut findings = Vec::new();
+            let mut evidence = Vec::new();
+            for target in targets {
+                let Some(facts) = topology.hardening.get(&target.id) else {
+                    return Attempt::not_ready(format!("no hardening facts for {}", target.name), vec![]);
+                };
+                evidence.push(format!("{}: {}", target.name, serde_json::to_string(facts).unwrap_or_default()));
+                findings.extend(hardening_findings(facts).into_iter().map(|f| format!("{}: {f}", target.name)));
+            }
+            if findings.is_empty() { Attempt::Pass { evidence } } else { Attempt::fail(findings.join("; "), evidence) }
+        })
+    }
+}
+
+/// Each rule the sidecar breaks, named.
+pub fn hardening_findings(f: &HardeningFacts) -> Vec<String> {
+    let mut out = Vec::new();
+    let user = f.user.trim();
+    if user.is_empty() || user == "root" || user == "0" || user.starts_with("0:") || user.starts_with("root:") {
+        out.push(format!("runs as root (user {:?})", f.user));
+    }
+    if !f.read_only_rootfs {
+        out.push("root filesystem is writable (read_only is not set)".into());
+    }
+    if !f.cap_drop.iter().any(|c| c.eq_ignore_ascii_case("ALL")) {
+        out.push(format!("capabilities are not all dropped (cap_drop: [{}])", f.cap_drop.join(", ")));
+    }
+    if !f.cap_add.is_empty() {
+        out.push(format!("capabilities added: {}", f.cap_add.join(", ")));
+    }
+    if !f.no_new_privileges {
+        out.push("no-new-privileges is not set".into());
+    }
+    if f.privileged {
+        out.push("runs privileged".into());
+    }
+    if f.network_mode == "host" {
+        out.push("uses the host network namespace".into());
+    }
+    if f.pid_mode == "host" {
+        out.push("uses the host pid namespace".into());
+    }
+    for m in &f.mounts {
+        let risky = |p: &str| p.ends_with("docker.sock") || p == "/var/run" || p.starts_with("/var/run/") || p == "/run" || p.starts_with("/run/docker");
+        if risky(&m.source) || risky(&m.destination) {
+            out.push(format!("mounts {} at {} (docker socket or /var/run)", m.source, m.destination));
+        }
+    }
+    if f.memory_limit.is_none() {
+        out.push("no memory limit".into());
+    }
+    if !f.cpu.is_set() {
+        out.push("no CPU limit".into());
+    }
+    if f.pids_limit.is_none() {
+        out.push("no PID limit".into());
+    }
+    if !f.published_ports.is_empty() {
+        let ports: Vec<String> = f.published_ports.iter().map(|p| format!("{} → {}:{}", p.container_port, p.host_ip, p.host_port)).collect();
+        out.push(format!("publishes ports on the host: {}", ports.join(", ")));
+    }
+    out
+}

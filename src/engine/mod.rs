@@ -1,0 +1,311 @@
+//! Docker Engine access through bollard: resolve scenario entities to running
+//! containers ([`Target`]), read network subnets ([`NetworkFacts`]) and security
+//! configuration ([`HardeningFacts`]), and restart a container.
+//!
+//! Works against API 1.41 (Docker 20.10) and newer: the client negotiates the version
+//! down at connect time, and nothing here relies on fields newer engines added (e.g.
+//! `DNSNames`: aliases are read instead).
+//!
+//! Every failure is an [`EngineError`]; all of them are infrastructure errors (exit
+//! code 3), never check failures.
+
+mod convert;
+mod facts;
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::query_parameters::{InspectNetworkOptions, ListContainersOptionsBuilder, RestartContainerOptionsBuilder};
+
+pub use facts::{
+    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkFacts, PublishedPort, Subnet, SubnetParseError, Target,
+};
+
+pub const COMPOSE_PROJECT_LABEL: &str = "com.docker.compose.project";
+pub const COMPOSE_SERVICE_LABEL: &str = "com.docker.compose.service";
+
+const ACCESS_HINT: &str = "is dockerd running? cordon needs access to /var/run/docker.sock (run as root or in the docker group), or DOCKER_HOST pointing at a reachable engine";
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// No engine answered (socket missing, permission denied, connection refused, ping
+    /// failed).
+    #[error("cannot reach the Docker engine at {endpoint}: {detail}; {ACCESS_HINT}")]
+    Unreachable { endpoint: String, detail: String },
+    /// No container at all carries the project label.
+    #[error(
+        "no containers of compose project {project:?} (label {COMPOSE_PROJECT_LABEL}={project}); is the stack deployed, and is the project name right (compose's -p / directory name)?"
+    )]
+    NoProject { project: String },
+    /// The project has containers, but none for this service.
+    #[error("compose project {project:?} has no service {service:?} (services with containers: {})", known.join(", "))]
+    NoService { project: String, service: String, known: Vec<String> },
+    /// The service has containers, but none is running.
+    #[error("service {service:?} of compose project {project:?} has no running container ({stopped} stopped)")]
+    NotRunning { project: String, service: String, stopped: usize },
+    /// A named container or network does not exist (HTTP 404).
+    #[error("no such {kind} {name:?}: {detail}")]
+    NotFound { kind: &'static str, name: String, detail: String },
+    /// The engine answered, but not as expected.
+    #[error("Docker engine error while {action}: {detail}")]
+    Api { action: String, detail: String },
+}
+
+impl EngineError {
+    /// Every engine error is an infrastructure error: the harness could not look.
+    pub fn exit_code(&self) -> i32 {
+        crate::exit::INFRASTRUCTURE
+    }
+
+    fn api(action: impl Into<String>, err: bollard::errors::Error) -> Self {
+        EngineError::Api { action: action.into(), detail: describe(&err) }
+    }
+
+    fn lookup(kind: &'static str, name: &str, action: &str, err: bollard::errors::Error) -> Self {
+        match err {
+            bollard::errors::Error::DockerResponseServerError { status_code: 404, message } => {
+                EngineError::NotFound { kind, name: name.to_string(), detail: message }
+            }
+            other if is_transport(&other) => {
+                EngineError::Unreachable { endpoint: endpoint_hint(), detail: describe(&other) }
+            }
+            other => EngineError::api(format!("{action} {name:?}"), other),
+        }
+    }
+}
+
+fn describe(err: &bollard::errors::Error) -> String {
+    match err {
+        bollard::errors::Error::DockerResponseServerError { status_code, message } => {
+            format!("HTTP {status_code}: {message}")
+        }
+        other => other.to_string(),
+    }
+}
+
+fn is_transport(err: &bollard::errors::Error) -> bool {
+    use bollard::errors::Error as E;
+    matches!(
+        err,
+        E::IOError { .. }
+            | E::HyperLegacyError { .. }
+            | E::SocketNotFoundError(_)
+            | E::RequestTimeoutError
+            | E::HyperResponseError { .. }
+            | E::HttpClientError { .. }
+    )
+}
+
+fn endpoint_hint() -> String {
+    std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_string())
+}
+
+/// A connected, version-negotiated engine client. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    docker: Docker,
+}
+
+impl Engine {
+    /// Connects with the local defaults (`DOCKER_HOST`, else the unix socket),
+    /// negotiates the API version down to the engine's, and pings it.
+    pub async fn connect() -> Result<Engine, EngineError> {
+        Self::connect_to(&endpoint_hint()).await
+    }
+
+    /// Like [`Engine::connect`], to an explicit `unix://`, `tcp://` or `http://` host.
+    pub async fn connect_to(host: &str) -> Result<Engine, EngineError> {
+        let unreachable = |detail: String| EngineError::Unreachable { endpoint: host.to_string(), detail };
+        let docker = Docker::connect_with_host(host).map_err(|e| unreachable(describe(&e)))?;
+        let docker = docker.negotiate_version().await.map_err(|e| unreachable(describe(&e)))?;
+        docker.ping().await.map_err(|e| unreachable(describe(&e)))?;
+        Ok(Engine { docker })
+    }
+
+    /// Wraps an existing bollard client (e.g. one connected to a remote engine).
+    pub fn from_docker(docker: Docker) -> Self {
+        Engine { docker }
+    }
+
+    pub fn docker(&self) -> &Docker {
+        &self.docker
+    }
+
+    /// The negotiated API version, e.g. `1.41`.
+    pub fn api_version(&self) -> String {
+        self.docker.client_version().to_string()
+    }
+
+    /// Every container of a compose project, running or not, inspected: sorted by
+    /// service, then container name. A stopped container has `running == false` and
+    /// `pid == 0`; callers that probe filter on `running`.
+    ///
+    /// Errors with [`EngineError::NoProject`] when no container carries the label.
+    pub async fn compose_targets(&self, project: &str) -> Result<Vec<Target>, EngineError> {
+        let mut filters = HashMap::new();
+        filters.insert("label", vec![format!("{COMPOSE_PROJECT_LABEL}={project}")]);
+        let options = ListContainersOptionsBuilder::new().all(true).filters(&filters).build();
+        let listed = self.docker.list_containers(Some(options)).await.map_err(|e| {
+            if is_transport(&e) {
+                EngineError::Unreachable { endpoint: endpoint_hint(), detail: describe(&e) }
+            } else {
+                EngineError::api(format!("listing containers of compose project {project:?}"), e)
+            }
+        })?;
+        if listed.is_empty() {
+            return Err(EngineError::NoProject { project: project.to_string() });
+        }
+        let mut targets = Vec::with_capacity(listed.len());
+        for summary in listed {
+            let Some(id) = summary.id else { continue };
+            match self.target(&id).await {
+                Ok(t) => targets.push(t),
+                // Removed between list and inspect: it is not a target any more.
+                Err(EngineError::NotFound { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        targets.sort_by(|a, b| (&a.service, &a.name).cmp(&(&b.service, &b.name)));
+        Ok(targets)
+    }
+
+    /// [`Engine::compose_targets`] grouped by service.
+    pub async fn compose_services(&self, project: &str) -> Result<BTreeMap<String, Vec<Target>>, EngineError> {
+        let mut out: BTreeMap<String, Vec<Target>> = BTreeMap::new();
+        for t in self.compose_targets(project).await? {
+            out.entry(t.service.clone()).or_default().push(t);
+        }
+        Ok(out)
+    }
+
+    /// The running containers of one compose service; [`EngineError::NoService`] or
+    /// [`EngineError::NotRunning`] when there are none.
+    pub async fn service_targets(&self, project: &str, service: &str) -> Result<Vec<Target>, EngineError> {
+        let services = self.compose_services(project).await?;
+        select_running(project, service, &services)
+    }
+
+    /// Inspects one container (by id or name).
+    pub async fn target(&self, container: &str) -> Result<Target, EngineError> {
+        let inspect = self
+            .docker
+            .inspect_container(container, None)
+            .await
+            .map_err(|e| EngineError::lookup("container", container, "inspecting container", e))?;
+        Ok(convert::target(&inspect))
+    }
+
+    /// Name, id, driver and subnets of a network (by name or id).
+    pub async fn network(&self, name_or_id: &str) -> Result<NetworkFacts, EngineError> {
+        let inspect = self
+            .docker
+            .inspect_network(name_or_id, None::<InspectNetworkOptions>)
+            .await
+            .map_err(|e| EngineError::lookup("network", name_or_id, "inspecting network", e))?;
+        convert::network(&inspect)
+            .map_err(|detail| EngineError::Api { action: format!("reading network {name_or_id:?}"), detail })
+    }
+
+    /// Security-relevant configuration of a container (by id or name).
+    pub async fn hardening(&self, container: &str) -> Result<HardeningFacts, EngineError> {
+        let inspect = self
+            .docker
+            .inspect_container(container, None)
+            .await
+            .map_err(|e| EngineError::lookup("container", container, "inspecting container", e))?;
+        Ok(convert::hardening(&inspect))
+    }
+
+    /// Restarts a container, giving it `timeout` (whole seconds, rounded up) to stop
+    /// before it is killed. Returns when the engine reports the restart done; readiness
+    /// of the application is the caller's business.
+    pub async fn restart(&self, container: &str, timeout: Duration) -> Result<(), EngineError> {
+        let secs = timeout.as_secs() + u64::from(timeout.subsec_nanos() > 0);
+        let options = RestartContainerOptionsBuilder::new().t(i32::try_from(secs).unwrap_or(i32::MAX)).build();
+        self.docker
+            .restart_container(container, Some(options))
+            .await
+            .map_err(|e| EngineError::lookup("container", container, "restarting container", e))
+    }
+}
+
+fn select_running(
+    project: &str,
+    service: &str,
+    services: &BTreeMap<String, Vec<Target>>,
+) -> Result<Vec<Target>, EngineError> {
+    let Some(all) = services.get(service) else {
+        return Err(EngineError::NoService {
+            project: project.to_string(),
+            service: service.to_string(),
+            known: services.keys().cloned().collect(),
+        });
+    };
+    let running: Vec<Target> = all.iter().filter(|t| t.running).cloned().collect();
+    if running.is_empty() {
+        return Err(EngineError::NotRunning {
+            project: project.to_string(),
+            service: service.to_string(),
+            stopped: all.len(),
+        });
+    }
+    Ok(running)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(service: &str, name: &str, running: bool) -> Target {
+        Target {
+            id: format!("id-{name}"),
+            name: name.to_string(),
+            service: service.to_string(),
+            project: "demo".to_string(),
+            pid: if running { 42 } else { 0 },
+            running,
+            attachments: vec![],
+        }
+    }
+
+    #[test]
+    fn select_running_errors_are_typed() {
+        let mut services = BTreeMap::new();
+        services.insert("app".to_string(), vec![t("app", "demo-app-1", true), t("app", "demo-app-2", false)]);
+        services.insert("db".to_string(), vec![t("db", "demo-db-1", false)]);
+        let got = select_running("demo", "app", &services).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].name, "demo-app-1");
+        match select_running("demo", "db", &services) {
+            Err(EngineError::NotRunning { stopped: 1, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        match select_running("demo", "nope", &services) {
+            Err(e @ EngineError::NoService { .. }) => {
+                assert!(e.to_string().contains("app, db"), "{e}");
+                assert_eq!(e.exit_code(), 3);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn missing_socket_is_unreachable() {
+        let err = Engine::connect_to("unix:///nonexistent/cordon-test.sock").await.unwrap_err();
+        assert!(matches!(err, EngineError::Unreachable { .. }), "{err:?}");
+        assert!(err.to_string().contains("is dockerd running?"), "{err}");
+        assert_eq!(err.exit_code(), 3);
+        let err = Engine::connect_to("ftp://nowhere").await.unwrap_err();
+        assert!(matches!(err, EngineError::Unreachable { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn unreachable_says_what_to_do() {
+        let e =
+            EngineError::Unreachable { endpoint: "unix:///var/run/docker.sock".into(), detail: "No such file".into() };
+        let text = e.to_string();
+        assert!(text.contains("is dockerd running?"), "{text}");
+        assert!(text.contains("docker group"), "{text}");
+    }
+}
