@@ -1,7 +1,7 @@
 //! The engine, netns and DNS layers against a real Docker engine: busybox containers
 //! on user networks this test creates (subnets 10.233.231-233.0/24), cleaned up by
-//! guards on every path. Skips (loudly) without Docker; `CORDON_REQUIRE_DOCKER=1`
-//! turns the skip into a failure. Needs root for `setns`.
+//! guards on every path. Fails without Docker (a skip would read as a pass).
+//! Needs root for `setns`.
 
 mod support;
 

@@ -1,3 +1,4 @@
 pub mod peers;
 pub mod harness;
 pub mod docker;
+pub mod stack;

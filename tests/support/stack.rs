@@ -1,0 +1,95 @@
+//! The reference stack (docker/reference/compose.yaml), brought up under a unique compose
+//! project and subnet, with random tokens, and torn down on every path.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Builds the fixture images once per test binary (the script is idempotent).
+pub fn images() {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let out = Command::new("bash").arg(repo().join("docker/build-images.sh")).output().map_err(|e| e.to_string())?;
+        if out.status.success() { Ok(()) } else { Err(format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))) }
+    });
+    if let Err(e) = built {
+        panic!("docker/build-images.sh failed (needs a running Docker engine):\n{e}");
+    }
+}
+
+pub struct Stack {
+    pub project: String,
+    pub env: Vec<(String, String)>,
+    files: Vec<PathBuf>,
+}
+
+impl Stack {
+    /// `subnet` is the first two octets every network of this stack uses, e.g. "10.242":
+    /// unique per test so stacks run side by side.
+    pub fn up(name: &str, subnet: &str, override_file: Option<&Path>) -> Stack {
+        images();
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let token = |p: &str| format!("{p}-{nanos:x}-{}", std::process::id());
+        let env = vec![
+            ("CORDON_SUBNET".to_string(), subnet.to_string()),
+            ("NATIVE_TOKEN".to_string(), token("native")),
+            ("LEGACY_TOKEN".to_string(), token("legacy")),
+            ("MODERN_TOKEN".to_string(), token("modern")),
+            ("GITEA_TOKEN".to_string(), token("gitea")),
+        ];
+        let mut files = vec![repo().join("docker/reference/compose.yaml")];
+        files.extend(override_file.map(Path::to_path_buf));
+        let stack = Stack { project: format!("cordon-e2e-{name}-{}", std::process::id()), env, files };
+        let out = stack.compose(&["up", "-d", "--no-build"]);
+        assert!(out.status.success(), "docker-compose up for {} failed:\n{}", stack.project, String::from_utf8_lossy(&out.stderr));
+        stack
+    }
+
+    fn compose(&self, args: &[&str]) -> std::process::Output {
+        let mut cmd = Command::new("docker-compose");
+        cmd.arg("-p").arg(&self.project);
+        for f in &self.files {
+            cmd.arg("-f").arg(f);
+        }
+        cmd.args(args).envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        cmd.output().expect("docker-compose (apt-get install docker-compose)")
+    }
+
+    /// Runs `cordon compose` against this stack; returns exit code, stdout, stderr and
+    /// the JSON report.
+    pub fn cordon(&self, scenario: &Path, results: &Path, extra: &[&str]) -> (i32, String, String, Value) {
+        let mut args = vec!["compose".to_string(), "--project".into(), self.project.clone(), "--scenario".into(), scenario.display().to_string()];
+        args.extend(["--suite".into(), repo().join("suites/compose.yaml").display().to_string(), "--results".into(), results.display().to_string()]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let out = Command::new(env!("CARGO_BIN_EXE_cordon")).args(&args).envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str()))).output().unwrap();
+        let report = std::fs::read_to_string(results.join("report.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null);
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned(), report)
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        let out = self.compose(&["down", "-v", "--remove-orphans", "-t", "1"]);
+        if !out.status.success() {
+            eprintln!("docker-compose down for {} failed:\n{}", self.project, String::from_utf8_lossy(&out.stderr));
+        }
+    }
+}
+
+/// (name, verdict, reason) of every check in a report.
+pub fn verdicts(report: &Value) -> Vec<(String, String, String)> {
+    report["report"]["results"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap_or("").to_string(), r["verdict"].as_str().unwrap_or("").to_string(), r["reason"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
