@@ -9,13 +9,13 @@ use libtest_mimic::Arguments;
 use crate::checks;
 use crate::config::{ConfigErrors, Mode, Scenario, Suite};
 use crate::engine::Engine;
-use crate::netns;
-use crate::topology::Topology;
 use crate::exit;
 use crate::model::{CheckName, RunReport};
+use crate::netns;
 use crate::report::{self, console};
 use crate::runner::{self, Check, RunContext, StderrProgress};
 use crate::secret::Redactor;
+use crate::topology::Topology;
 
 pub struct RunRequest {
     pub scenario: Scenario,
@@ -61,11 +61,14 @@ pub fn execute(request: RunRequest) -> i32 {
     }
     let planned: Vec<Arc<dyn Check>> = checks::plan(&scenario, &suite);
     let names: Vec<CheckName> = planned.iter().map(|c| c.name().clone()).collect();
-    let stale: Vec<_> = runner::unknown_baseline_entries(&suite.known_failures, &names).into_iter().map(|k| {
-        let mut e = k.origin.clone();
-        e.message = format!("known failure `{}` names no check this suite plans for this scenario", k.check);
-        e
-    }).collect();
+    let stale: Vec<_> = runner::unknown_baseline_entries(&suite.known_failures, &names)
+        .into_iter()
+        .map(|k| {
+            let mut e = k.origin.clone();
+            e.message = format!("known failure `{}` names no check this suite plans for this scenario", k.check);
+            e
+        })
+        .collect();
     if !stale.is_empty() {
         return report_config_errors("suite", &ConfigErrors(stale), &redactor);
     }
@@ -73,7 +76,8 @@ pub fn execute(request: RunRequest) -> i32 {
         console::list(&tests, &names);
         return exit::OK;
     }
-    let (selected, unselected): (Vec<_>, Vec<_>) = planned.into_iter().partition(|c| console::is_selected(&tests, &c.name().to_string()));
+    let (selected, unselected): (Vec<_>, Vec<_>) =
+        planned.into_iter().partition(|c| console::is_selected(&tests, &c.name().to_string()));
     let unselected: Vec<String> = unselected.iter().map(|c| c.name().to_string()).collect();
 
     let started_at = SystemTime::now();
@@ -82,12 +86,20 @@ pub fn execute(request: RunRequest) -> i32 {
     let suite_name = suite.file.display().to_string();
     let mode = suite.mode;
     let outputs = suite.outputs.clone();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("cannot start the tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("cannot start the tokio runtime");
     let topology = match mode {
         Mode::Host => None,
         Mode::Compose | Mode::Swarm => {
             let Some(project) = project.or_else(|| scenario.project.clone()) else {
-                eprintln!("error: {} mode needs the compose project: pass --project or set `project:` in {}", mode_name(mode), scenario.file.display());
+                eprintln!(
+                    "error: {} mode needs the compose project: pass --project or set `project:` in {}",
+                    mode_name(mode),
+                    scenario.file.display()
+                );
                 return exit::USAGE;
             };
             eprintln!("resolving compose project `{project}` through the Docker engine");
@@ -105,12 +117,26 @@ pub fn execute(request: RunRequest) -> i32 {
     let results = runtime.block_on(runner::run_checks(selected, ctx, progress));
     runtime.shutdown_background();
 
-    let report = RunReport { scenario: scenario_name, suite: suite_name, mode, started_at, duration: started.elapsed(), results, filtered_out: unselected.len() };
+    let report = RunReport {
+        scenario: scenario_name,
+        suite: suite_name,
+        mode,
+        started_at,
+        duration: started.elapsed(),
+        results,
+        filtered_out: unselected.len(),
+    };
     console::print(&tests, &report, &unselected, &redactor);
     let c = report.counts();
     println!(
         "cordon: {} passed, {} failed, {} unreachable, {} skipped, {} known failure(s), {} stale baseline entr(ies) in {:.1}s",
-        c.passed, c.failed, c.unreachable, c.skipped, c.known_failures, c.stale_baseline, report.duration.as_secs_f64()
+        c.passed,
+        c.failed,
+        c.unreachable,
+        c.skipped,
+        c.known_failures,
+        c.stale_baseline,
+        report.duration.as_secs_f64()
     );
     match report::write_all(&report, &outputs, &redactor) {
         Ok(paths) => {

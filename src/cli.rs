@@ -52,6 +52,16 @@ enum Command {
         #[command(flatten)]
         tests: Arguments,
     },
+    /// Build the fixture images, deploy the reference stack, run the compose suite
+    /// against it and tear it down (needs root and a running Docker engine).
+    Demo {
+        /// Leave the stack running afterwards.
+        #[arg(long)]
+        keep: bool,
+        /// Passed on to `cordon compose` (a filter, --skip, --list …).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        extra: Vec<String>,
+    },
     /// Check one endpoint's contract from here, without a scenario file.
     Probe(Box<ProbeArgs>),
 }
@@ -108,7 +118,8 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     let redactor = Redactor::new();
     match cli.command {
-        Command::Run { suite, scenario, results, project, tests } | Command::Compose { suite, scenario, results, project, tests } => {
+        Command::Run { suite, scenario, results, project, tests }
+        | Command::Compose { suite, scenario, results, project, tests } => {
             let scenario = match Scenario::load(&scenario, &redactor) {
                 Ok(s) => s,
                 Err(e) => return app::report_config_errors("scenario", &e, &redactor),
@@ -119,6 +130,7 @@ pub fn main() -> i32 {
             };
             app::execute(RunRequest { scenario, suite, redactor, tests, results_dir: results, project })
         }
+        Command::Demo { keep, extra } => crate::demo::run(crate::demo::DemoArgs { keep, extra }),
         Command::Probe(args) => match probe_request(*args, &redactor) {
             Ok(request) => app::execute(request),
             Err(message) => {
@@ -141,23 +153,35 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
     credentials.insert("probe".to_string(), redactor.register("probe", read_secret("--bearer-env", &args.bearer_env)?));
     let mut foreign_credentials = Vec::new();
     if let Some(var) = &args.foreign_bearer_env {
-        credentials.insert("foreign".to_string(), redactor.register("foreign", read_secret("--foreign-bearer-env", var)?));
+        credentials
+            .insert("foreign".to_string(), redactor.register("foreign", read_secret("--foreign-bearer-env", var)?));
         foreign_credentials.push("foreign".to_string());
     }
     let read = match &args.read {
         None => None,
         Some(tool) => {
-            let arguments: serde_json::Value = serde_json::from_str(&args.read_args).map_err(|e| format!("--read-args: not JSON: {e}"))?;
+            let arguments: serde_json::Value =
+                serde_json::from_str(&args.read_args).map_err(|e| format!("--read-args: not JSON: {e}"))?;
             let expect = match (&args.expect_text, &args.expect_json) {
                 (Some(t), _) => Expectation::TextContains(t.clone()),
-                (None, Some(j)) => Expectation::JsonSubset(serde_json::from_str(j).map_err(|e| format!("--expect-json: not JSON: {e}"))?),
-                (None, None) => return Err("--read needs --expect-text or --expect-json: a read with no expectation proves nothing".into()),
+                (None, Some(j)) => Expectation::JsonSubset(
+                    serde_json::from_str(j).map_err(|e| format!("--expect-json: not JSON: {e}"))?,
+                ),
+                (None, None) => {
+                    return Err(
+                        "--read needs --expect-text or --expect-json: a read with no expectation proves nothing".into(),
+                    );
+                }
             };
             Some(ReadSpec { tool: tool.clone(), arguments, expect })
         }
     };
     let duration = |flag: &str, v: &str| parse_duration(v).map_err(|e| format!("{flag}: {e}"));
-    let limits = Limits { connect_timeout: duration("--connect-timeout", &args.connect_timeout)?, read_timeout: duration("--read-timeout", &args.read_timeout)?, ..Limits::default() };
+    let limits = Limits {
+        connect_timeout: duration("--connect-timeout", &args.connect_timeout)?,
+        read_timeout: duration("--read-timeout", &args.read_timeout)?,
+        ..Limits::default()
+    };
     let provider = Provider {
         id: "probe".into(),
         url: args.url.clone(),
@@ -165,7 +189,12 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         credential: "probe".into(),
         refusal: if args.refusal_jsonrpc { Refusal::JsonrpcError } else { Refusal::HttpStatus },
         allowed_consumers: vec![],
-        tools: ToolsContract { allowlist: args.expect_tools.clone(), schema_sha256: args.schema_sha256.clone(), mutating: args.mutating.clone(), mutating_enabled: false },
+        tools: ToolsContract {
+            allowlist: args.expect_tools.clone(),
+            schema_sha256: args.schema_sha256.clone(),
+            mutating: args.mutating.clone(),
+            mutating_enabled: false,
+        },
         read,
         disabled: false,
         app_ports: vec![],
@@ -173,7 +202,22 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         sidecar_networks: None,
         app: None,
     };
-    let scenario = Scenario { name: format!("probe {}", args.url), project: None, file: PathBuf::from("<probe>"), providers: vec![provider], clients: vec![], credentials, foreign_credentials };
+    let scenario = Scenario {
+        name: format!("probe {}", args.url),
+        project: None,
+        file: PathBuf::from("<probe>"),
+        providers: vec![provider],
+        clients: vec![],
+        credentials,
+        foreign_credentials,
+    };
     let suite = Suite::for_probe(limits, duration("--deadline", &args.deadline)?);
-    Ok(RunRequest { scenario, suite, redactor: redactor.clone(), tests: args.tests, results_dir: args.results, project: None })
+    Ok(RunRequest {
+        scenario,
+        suite,
+        redactor: redactor.clone(),
+        tests: args.tests,
+        results_dir: args.results,
+        project: None,
+    })
 }

@@ -6,6 +6,7 @@ pub mod app;
 pub mod checks;
 pub mod cli;
 pub mod config;
+pub mod demo;
 pub mod dns;
 pub mod engine;
 pub mod exit;

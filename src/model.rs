@@ -163,11 +163,27 @@ mod tests {
     use super::*;
 
     fn result(verdict: Verdict) -> CheckResult {
-        CheckResult { name: "contract::a::tools".into(), family: Family::Contract, verdict, reason: String::new(), evidence: vec![], attempts: 1, duration: Duration::ZERO }
+        CheckResult {
+            name: "contract::a::tools".into(),
+            family: Family::Contract,
+            verdict,
+            reason: String::new(),
+            evidence: vec![],
+            attempts: 1,
+            duration: Duration::ZERO,
+        }
     }
 
     fn report(verdicts: &[Verdict]) -> RunReport {
-        RunReport { scenario: "s".into(), suite: "t".into(), mode: Mode::Host, started_at: SystemTime::now(), duration: Duration::ZERO, results: verdicts.iter().map(|v| result(*v)).collect(), filtered_out: 0 }
+        RunReport {
+            scenario: "s".into(),
+            suite: "t".into(),
+            mode: Mode::Host,
+            started_at: SystemTime::now(),
+            duration: Duration::ZERO,
+            results: verdicts.iter().map(|v| result(*v)).collect(),
+            filtered_out: 0,
+        }
     }
 
     #[test]

@@ -42,14 +42,22 @@ impl Progress for StderrProgress {
         let left = deadline.saturating_sub(elapsed);
         eprintln!(
             "{}",
-            self.redactor.redact(&format!("waiting: {check} not ready after {:.0}s ({reason}); retrying for {:.0}s more", elapsed.as_secs_f64(), left.as_secs_f64()))
+            self.redactor.redact(&format!(
+                "waiting: {check} not ready after {:.0}s ({reason}); retrying for {:.0}s more",
+                elapsed.as_secs_f64(),
+                left.as_secs_f64()
+            ))
         );
     }
 }
 
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
-pub async fn run_checks(checks: Vec<Arc<dyn Check>>, ctx: Arc<RunContext>, progress: Arc<dyn Progress>) -> Vec<CheckResult> {
+pub async fn run_checks(
+    checks: Vec<Arc<dyn Check>>,
+    ctx: Arc<RunContext>,
+    progress: Arc<dyn Progress>,
+) -> Vec<CheckResult> {
     let run_started = Instant::now();
     let permits = Arc::new(Semaphore::new(ctx.suite.concurrency.max(1)));
     let mut handles = Vec::with_capacity(checks.len());
@@ -92,11 +100,22 @@ async fn run_one(check: &dyn Check, ctx: &RunContext, run_started: Instant, prog
                     tokio::time::sleep(ctx.suite.retry_interval).await;
                     continue;
                 }
-                let reason = format!("still not ready when the {:.0}s deadline passed, after {attempts} attempt(s); last answer: {reason}", ctx.suite.deadline.as_secs_f64());
+                let reason = format!(
+                    "still not ready when the {:.0}s deadline passed, after {attempts} attempt(s); last answer: {reason}",
+                    ctx.suite.deadline.as_secs_f64()
+                );
                 (Verdict::Unreachable, reason, evidence)
             }
         };
-        return CheckResult { name: name.to_string(), family: name.family, verdict, reason, evidence, attempts, duration: started.elapsed() };
+        return CheckResult {
+            name: name.to_string(),
+            family: name.family,
+            verdict,
+            reason,
+            evidence,
+            attempts,
+            duration: started.elapsed(),
+        };
     }
 }
 
@@ -113,7 +132,10 @@ pub fn apply_baseline(results: &mut [CheckResult], known: &[KnownFailure]) {
             }
             Verdict::Passed => {
                 result.verdict = Verdict::StaleBaseline;
-                result.reason = format!("listed as a known failure ({}) but it passes: remove it from the suite's known_failures", entry.reason);
+                result.reason = format!(
+                    "listed as a known failure ({}) but it passes: remove it from the suite's known_failures",
+                    entry.reason
+                );
             }
             Verdict::Skipped | Verdict::KnownFailure | Verdict::StaleBaseline => {}
         }
@@ -147,16 +169,29 @@ mod tests {
     use crate::config::{ConfigError, Family};
 
     fn result(name: &str, verdict: Verdict) -> CheckResult {
-        CheckResult { name: name.into(), family: Family::Contract, verdict, reason: "why".into(), evidence: vec![], attempts: 1, duration: Duration::ZERO }
+        CheckResult {
+            name: name.into(),
+            family: Family::Contract,
+            verdict,
+            reason: "why".into(),
+            evidence: vec![],
+            attempts: 1,
+            duration: Duration::ZERO,
+        }
     }
 
     fn known(check: &str) -> KnownFailure {
-        KnownFailure { check: check.into(), reason: "ticket 12".into(), origin: ConfigError::whole_file(std::path::Path::new("s.yaml"), "") }
+        KnownFailure {
+            check: check.into(),
+            reason: "ticket 12".into(),
+            origin: ConfigError::whole_file(std::path::Path::new("s.yaml"), ""),
+        }
     }
 
     #[test]
     fn baseline_turns_failures_known_and_passes_stale() {
-        let mut results = vec![result("a", Verdict::Failed), result("b", Verdict::Passed), result("c", Verdict::Failed)];
+        let mut results =
+            vec![result("a", Verdict::Failed), result("b", Verdict::Passed), result("c", Verdict::Failed)];
         apply_baseline(&mut results, &[known("a"), known("b")]);
         assert_eq!(results[0].verdict, Verdict::KnownFailure);
         assert_eq!(results[0].reason, "ticket 12");

@@ -28,7 +28,7 @@ impl Redactor {
             if !known.iter().any(|(_, v)| *v == value) {
                 known.push((label.to_string(), value.clone()));
                 // Longest first, so a secret that contains another is masked whole.
-                known.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+                known.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
             }
         }
         Secret { label: label.to_string(), value: Arc::from(value) }

@@ -55,7 +55,8 @@ impl Topology {
         if !missing.is_empty() {
             return Err(TopologyError::Missing { project: project.to_string(), missing });
         }
-        let mut network_names: Vec<String> = services.values().flatten().flat_map(|t| t.attachments.iter().map(|a| a.network.clone())).collect();
+        let mut network_names: Vec<String> =
+            services.values().flatten().flat_map(|t| t.attachments.iter().map(|a| a.network.clone())).collect();
         for provider in &scenario.providers {
             for key in provider.sidecar_networks.iter().flatten() {
                 network_names.push(compose_network_name(project, key));
@@ -95,7 +96,11 @@ impl Topology {
 
     /// Which network carries `addr`, by the engine's attachments.
     pub fn network_of(&self, target: &Target, addr: IpAddr) -> Option<String> {
-        target.attachments.iter().find(|a| a.ipv4.map(IpAddr::V4) == Some(addr) || a.ipv6.map(IpAddr::V6) == Some(addr)).map(|a| self.network_key(&a.network).to_string())
+        target
+            .attachments
+            .iter()
+            .find(|a| a.ipv4.map(IpAddr::V4) == Some(addr) || a.ipv6.map(IpAddr::V6) == Some(addr))
+            .map(|a| self.network_key(&a.network).to_string())
     }
 
     /// The containers that answer for a provider: its endpoint service, plus the app
@@ -104,7 +109,8 @@ impl Topology {
         let mut endpoint_ports = vec![provider.url.port_or_known_default().unwrap_or(80)];
         endpoint_ports.extend(provider.app_ports.iter().copied());
         endpoint_ports.dedup();
-        let mut out: Vec<(&Target, Vec<u16>)> = self.running(&provider.service).iter().map(|t| (t, endpoint_ports.clone())).collect();
+        let mut out: Vec<(&Target, Vec<u16>)> =
+            self.running(&provider.service).iter().map(|t| (t, endpoint_ports.clone())).collect();
         if let Some(app) = &provider.app {
             out.extend(self.running(&app.service).iter().map(|t| (t, app.ports.clone())));
         }

@@ -33,15 +33,39 @@ fn the_reference_stack_passes_every_check_twenty_times_in_a_row() {
     let first = verdicts(&report);
     let not_passed: Vec<_> = first.iter().filter(|(_, v, _)| v != "passed").collect();
     assert!(code == 0 && not_passed.is_empty(), "exit {code}; not passed: {not_passed:#?}\n{stdout}\n{stderr}");
-    let families: std::collections::BTreeSet<&str> = first.iter().map(|(n, _, _)| n.split("::").next().unwrap()).collect();
-    assert_eq!(families.into_iter().collect::<Vec<_>>(), ["contract", "disabled", "reach", "route", "session", "sidecar"]);
+    let families: std::collections::BTreeSet<&str> =
+        first.iter().map(|(n, _, _)| n.split("::").next().unwrap()).collect();
+    assert_eq!(
+        families.into_iter().collect::<Vec<_>>(),
+        ["contract", "disabled", "reach", "route", "session", "sidecar"]
+    );
     assert_eq!(first.len(), 41, "{first:#?}");
+    assert_no_token_in(&stack, results.path(), &[&stdout, &stderr]);
 
     for run in 2..=20 {
         let (code, stdout, _, report) = stack.cordon(&reference_scenario(), results.path(), &[]);
         let again = verdicts(&report);
         let changed: Vec<_> = first.iter().zip(&again).filter(|(a, b)| a.0 != b.0 || a.1 != b.1).collect();
-        assert!(code == 0 && changed.is_empty() && again.len() == first.len(), "run {run}: verdicts changed: {changed:#?}\n{stdout}");
+        assert!(
+            code == 0 && changed.is_empty() && again.len() == first.len(),
+            "run {run}: verdicts changed: {changed:#?}\n{stdout}"
+        );
+    }
+}
+
+/// Every written report and the console carry no token value of the stack.
+fn assert_no_token_in(stack: &Stack, results: &std::path::Path, console: &[&str]) {
+    let mut texts: Vec<(String, String)> = std::fs::read_dir(results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap()))
+        .collect();
+    assert_eq!(texts.len(), 3, "junit, json, markdown");
+    texts.extend(console.iter().map(|c| ("console".to_string(), c.to_string())));
+    for (name, text) in &texts {
+        for (var, value) in stack.env.iter().filter(|(k, _)| k.ends_with("_TOKEN")) {
+            assert!(!text.contains(value.as_str()), "{name} contains the value of {var}");
+        }
     }
 }
 
@@ -57,13 +81,21 @@ fn broken_variant(name: &str, subnet: &str) {
     let got: BTreeMap<String, (String, String)> = verdicts(&report).into_iter().map(|(n, v, r)| (n, (v, r))).collect();
     assert!(!got.is_empty(), "no report:\n{stdout}\n{stderr}");
     for f in &expect.fails {
-        let (verdict, reason) = got.get(&f.check).unwrap_or_else(|| panic!("{name}: no check {} in the report\n{stdout}", f.check));
+        let (verdict, reason) =
+            got.get(&f.check).unwrap_or_else(|| panic!("{name}: no check {} in the report\n{stdout}", f.check));
         assert_eq!(verdict, "failed", "{name}: {} should fail for {:?}; reason: {reason}", f.check, f.reason);
-        assert!(reason.contains(&f.reason), "{name}: {} failed for the wrong reason:\n  expected: {}\n  got: {reason}", f.check, f.reason);
+        assert!(
+            reason.contains(&f.reason),
+            "{name}: {} failed for the wrong reason:\n  expected: {}\n  got: {reason}",
+            f.check,
+            f.reason
+        );
     }
-    let unrelated: Vec<_> = got.iter().filter(|(n, (v, _))| v != "passed" && !expect.fails.iter().any(|f| &f.check == *n)).collect();
+    let unrelated: Vec<_> =
+        got.iter().filter(|(n, (v, _))| v != "passed" && !expect.fails.iter().any(|f| &f.check == *n)).collect();
     assert!(unrelated.is_empty(), "{name}: unrelated checks are not green: {unrelated:#?}");
     assert_eq!(code, 1, "{name}: a failed check exits 1\n{stderr}");
+    assert_no_token_in(&stack, results.path(), &[&stdout, &stderr]);
 }
 
 #[test]
@@ -120,8 +152,18 @@ fn a_missing_project_is_an_infrastructure_error_that_says_what_to_do() {
     let results = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
         .args(["compose", "--project", "cordon-e2e-never-deployed", "--results", results.path().to_str().unwrap()])
-        .args(["--scenario", reference_scenario().to_str().unwrap(), "--suite", repo().join("suites/compose.yaml").to_str().unwrap()])
-        .envs([("NATIVE_TOKEN", "x-native-token"), ("LEGACY_TOKEN", "x-legacy-token"), ("MODERN_TOKEN", "x-modern-token"), ("GITEA_TOKEN", "x-gitea-token")])
+        .args([
+            "--scenario",
+            reference_scenario().to_str().unwrap(),
+            "--suite",
+            repo().join("suites/compose.yaml").to_str().unwrap(),
+        ])
+        .envs([
+            ("NATIVE_TOKEN", "x-native-token"),
+            ("LEGACY_TOKEN", "x-legacy-token"),
+            ("MODERN_TOKEN", "x-modern-token"),
+            ("GITEA_TOKEN", "x-gitea-token"),
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -33,7 +33,18 @@ fn no_secret_value_appears_in_anything_written() {
     let fixture = Fixture::new();
     let ids = ["alpha", "beta", "gamma", "delta"];
     let named: Vec<(&str, &str)> = ids.iter().zip(&tokens).map(|(i, t)| (*i, t.as_str())).collect();
-    let providers: Vec<ProviderYaml> = ids.iter().zip(&peers).map(|(id, p)| ProviderYaml { id, url: &p.url, sse: false, credential: id, allowlist: &["add", "echo"], extra: ADD_READ }).collect();
+    let providers: Vec<ProviderYaml> = ids
+        .iter()
+        .zip(&peers)
+        .map(|(id, p)| ProviderYaml {
+            id,
+            url: &p.url,
+            sse: false,
+            credential: id,
+            allowlist: &["add", "echo"],
+            extra: ADD_READ,
+        })
+        .collect();
     fixture.scenario(&named, &providers);
     let run = fixture.run(HOST_SUITE, &[]);
     assert_eq!(run.code, 1, "the failing peers must fail the run:\n{}", run.stdout);
@@ -52,12 +63,26 @@ fn no_secret_value_appears_in_anything_written() {
     }
 }
 
+/// One provider `solo` served by a peer of `kind`, in a fresh fixture directory.
+fn solo(kind: &str) -> (Peer, Fixture) {
+    let token = random_token("solo");
+    let peer = Peer::start(Sdk::V1, kind, &token, None);
+    let fixture = Fixture::new();
+    let provider = ProviderYaml {
+        id: "solo",
+        url: &peer.url,
+        sse: false,
+        credential: "solo",
+        allowlist: &["add", "echo"],
+        extra: ADD_READ,
+    };
+    fixture.scenario(&[("solo", &token)], &[provider]);
+    (peer, fixture)
+}
+
 #[test]
 fn reports_carry_every_check_with_its_verdict_class() {
-    let token = random_token("solo");
-    let peer = Peer::start(Sdk::V1, "read-error", &token, None);
-    let fixture = Fixture::new();
-    fixture.scenario(&[("solo", &token)], &[ProviderYaml { id: "solo", url: &peer.url, sse: false, credential: "solo", allowlist: &["add", "echo"], extra: ADD_READ }]);
+    let (_peer, fixture) = solo("read-error");
     let run = fixture.run(HOST_SUITE, &[]);
     assert_eq!(run.code, 1);
     let junit = std::fs::read_to_string(run.results_dir.join("junit.xml")).unwrap();
@@ -73,10 +98,7 @@ fn reports_carry_every_check_with_its_verdict_class() {
 
 #[test]
 fn list_filter_exact_and_skip_behave_like_libtest() {
-    let token = random_token("solo");
-    let peer = Peer::start(Sdk::V1, "stateless", &token, None);
-    let fixture = Fixture::new();
-    fixture.scenario(&[("solo", &token)], &[ProviderYaml { id: "solo", url: &peer.url, sse: false, credential: "solo", allowlist: &["add", "echo"], extra: ADD_READ }]);
+    let (_peer, fixture) = solo("stateless");
 
     let run = fixture.run(HOST_SUITE, &["--list"]);
     assert_eq!(run.code, 0);
@@ -101,15 +123,40 @@ fn invalid_files_exit_2_naming_file_line_column_and_key() {
     fixture.write("scenario.yaml", "name: x\ncredentials:\n  a: { env: CORDON_SURELY_UNSET_1 }\nproviders:\n  p:\n    url: http://127.0.0.1:9/mcp\n    credential: b\n    tools: { allowlist: [t] }\n");
     let run = fixture.run(HOST_SUITE, &[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("scenario.yaml:7:17: providers.p.credential: credential `b` is not defined"), "{}", run.stderr);
-    assert!(run.stderr.contains("scenario.yaml:3:6: credentials.a: environment variable `CORDON_SURELY_UNSET_1` is not set"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("scenario.yaml:7:17: providers.p.credential: credential `b` is not defined"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("scenario.yaml:3:6: credentials.a: environment variable `CORDON_SURELY_UNSET_1` is not set"),
+        "{}",
+        run.stderr
+    );
 
     let token = random_token("solo");
-    fixture.scenario(&[("solo", &token)], &[ProviderYaml { id: "solo", url: "http://127.0.0.1:9/mcp", sse: false, credential: "solo", allowlist: &["add"], extra: "" }]);
+    fixture.scenario(
+        &[("solo", &token)],
+        &[ProviderYaml {
+            id: "solo",
+            url: "http://127.0.0.1:9/mcp",
+            sse: false,
+            credential: "solo",
+            allowlist: &["add"],
+            extra: "",
+        }],
+    );
     let suite = format!("{HOST_SUITE}known_failures:\n  - {{ check: contract::nobody::tools, reason: typo }}\n");
     let run = fixture.run(&suite, &[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("suite.yaml:6:5: known_failures[0].check: known failure `contract::nobody::tools` names no check"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "suite.yaml:6:5: known_failures[0].check: known failure `contract::nobody::tools` names no check"
+        ),
+        "{}",
+        run.stderr
+    );
 
     let (code, _, stderr) = fixture.cordon(&["run", "--scenario", "scenario.yaml"]);
     assert_eq!(code, 2, "{stderr}");

@@ -14,7 +14,13 @@ const BAD_TOKEN: &str = "peer-under-test-token-0002";
 
 /// A scenario with the peer under test (`bad`) beside a good provider, whose valid token
 /// serves as the foreign bearer.
-fn run_against(kind: &str, sdk: Sdk, allowlist: &[&str], extra: &str, suite: &str) -> (support::harness::Run, Duration) {
+fn run_against(
+    kind: &str,
+    sdk: Sdk,
+    allowlist: &[&str],
+    extra: &str,
+    suite: &str,
+) -> (support::harness::Run, Duration) {
     let reference = Peer::start(Sdk::V1, "stateful-json", GOOD_TOKEN, None);
     let peer = Peer::start(sdk, kind, BAD_TOKEN, Some(GOOD_TOKEN));
     let fixture = Fixture::new();
@@ -23,7 +29,14 @@ fn run_against(kind: &str, sdk: Sdk, allowlist: &[&str], extra: &str, suite: &st
     fixture.scenario(
         &[("good", GOOD_TOKEN), ("bad", BAD_TOKEN)],
         &[
-            ProviderYaml { id: "good", url: &good_url, sse: false, credential: "good", allowlist: &["add", "echo"], extra: ADD_READ },
+            ProviderYaml {
+                id: "good",
+                url: &good_url,
+                sse: false,
+                credential: "good",
+                allowlist: &["add", "echo"],
+                extra: ADD_READ,
+            },
             ProviderYaml { id: "bad", url: &bad_url, sse: false, credential: "bad", allowlist, extra },
         ],
     );
@@ -47,13 +60,24 @@ fn every_transport_and_era_of_both_sdks_passes() {
         ("v2-stateless", Sdk::V2, "stateless", "Stateless2026"),
         ("v2-legacy-sse", Sdk::V2, "legacy-sse", "LegacySse"),
     ];
-    let running: Vec<(String, Peer)> = peers.iter().map(|(id, sdk, kind, _)| (id.to_string(), Peer::start(*sdk, kind, &format!("token-for-{id}"), None))).collect();
+    let running: Vec<(String, Peer)> = peers
+        .iter()
+        .map(|(id, sdk, kind, _)| (id.to_string(), Peer::start(*sdk, kind, &format!("token-for-{id}"), None)))
+        .collect();
     let fixture = Fixture::new();
-    let tokens: Vec<(String, String)> = peers.iter().map(|(id, ..)| (id.to_string(), format!("token-for-{id}"))).collect();
+    let tokens: Vec<(String, String)> =
+        peers.iter().map(|(id, ..)| (id.to_string(), format!("token-for-{id}"))).collect();
     let token_refs: Vec<(&str, &str)> = tokens.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     let providers: Vec<ProviderYaml> = running
         .iter()
-        .map(|(id, peer)| ProviderYaml { id, url: &peer.url, sse: peer.url.ends_with("/sse"), credential: id, allowlist: &["add", "echo"], extra: ADD_READ })
+        .map(|(id, peer)| ProviderYaml {
+            id,
+            url: &peer.url,
+            sse: peer.url.ends_with("/sse"),
+            credential: id,
+            allowlist: &["add", "echo"],
+            extra: ADD_READ,
+        })
         .collect();
     fixture.scenario(&token_refs, &providers);
     let run = fixture.run(HOST_SUITE, &[]);
@@ -115,7 +139,8 @@ fn a_subset_of_the_allowlist_fails_the_tools_contract() {
 
 #[test]
 fn a_pinned_schema_hash_that_differs_fails() {
-    let extra = "      schema_sha256: 0000000000000000000000000000000000000000000000000000000000000000\n".to_string() + ADD_READ;
+    let extra = "      schema_sha256: 0000000000000000000000000000000000000000000000000000000000000000\n".to_string()
+        + ADD_READ;
     let (run, _) = run_against("stateful-json", Sdk::V1, &["add", "echo"], &extra, HOST_SUITE);
     run.expect("contract::bad::tools", "failed", "differs from the pinned 0000");
 }
@@ -176,7 +201,24 @@ fn probe_checks_one_endpoint_without_a_scenario() {
     let fixture = Fixture::new();
     let results = fixture.path("results");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
-        .args(["probe", &peer.url, "--bearer-env", "PROBE_TOKEN", "--foreign-bearer-env", "PROBE_FOREIGN", "--expect-tools", "add,echo", "--read", "add", "--read-args", r#"{"a":2,"b":3}"#, "--expect-text", "5", "--results", results.to_str().unwrap()])
+        .args([
+            "probe",
+            &peer.url,
+            "--bearer-env",
+            "PROBE_TOKEN",
+            "--foreign-bearer-env",
+            "PROBE_FOREIGN",
+            "--expect-tools",
+            "add,echo",
+            "--read",
+            "add",
+            "--read-args",
+            r#"{"a":2,"b":3}"#,
+            "--expect-text",
+            "5",
+            "--results",
+            results.to_str().unwrap(),
+        ])
         .env("PROBE_TOKEN", GOOD_TOKEN)
         .env("PROBE_FOREIGN", BAD_TOKEN)
         .output()
@@ -190,7 +232,18 @@ fn probe_checks_one_endpoint_without_a_scenario() {
 
     // The same probe against a server that honours the foreign bearer fails exactly there.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
-        .args(["probe", &other.url, "--bearer-env", "PROBE_TOKEN", "--foreign-bearer-env", "PROBE_FOREIGN", "--expect-tools", "add,echo", "--results", results.to_str().unwrap()])
+        .args([
+            "probe",
+            &other.url,
+            "--bearer-env",
+            "PROBE_TOKEN",
+            "--foreign-bearer-env",
+            "PROBE_FOREIGN",
+            "--expect-tools",
+            "add,echo",
+            "--results",
+            results.to_str().unwrap(),
+        ])
         .env("PROBE_TOKEN", BAD_TOKEN)
         .env("PROBE_FOREIGN", GOOD_TOKEN)
         .output()
@@ -202,19 +255,29 @@ fn probe_checks_one_endpoint_without_a_scenario() {
 
 #[test]
 fn the_baseline_holds_known_failures_and_catches_stale_entries() {
-    let known = format!("{HOST_SUITE}known_failures:\n  - {{ check: 'contract::bad::read', reason: 'upstream bug 41' }}\n");
+    let known =
+        format!("{HOST_SUITE}known_failures:\n  - {{ check: 'contract::bad::read', reason: 'upstream bug 41' }}\n");
     let (run, _) = run_against("read-error", Sdk::V1, &["add", "echo"], ADD_READ, &known);
     run.expect("contract::bad::read", "known_failure", "upstream bug 41");
     assert_eq!(run.code, 0, "{}", run.stdout);
 
-    let stale = format!("{HOST_SUITE}known_failures:\n  - {{ check: 'contract::good::read', reason: 'fixed long ago' }}\n");
-    let (run, _) = run_against("stateful-json", Sdk::V1, &["add", "echo"], ADD_READ, &stale.replace("contract::good::read", "contract::bad::read"));
+    let stale =
+        format!("{HOST_SUITE}known_failures:\n  - {{ check: 'contract::good::read', reason: 'fixed long ago' }}\n");
+    let (run, _) = run_against(
+        "stateful-json",
+        Sdk::V1,
+        &["add", "echo"],
+        ADD_READ,
+        &stale.replace("contract::good::read", "contract::bad::read"),
+    );
     run.expect("contract::bad::read", "stale_baseline", "but it passes");
     assert_eq!(run.code, 1);
 }
 
-
 /// The libtest console line of one check (names are padded to a common width).
 fn console_line<'a>(stdout: &'a str, name: &str) -> &'a str {
-    stdout.lines().find(|l| l.starts_with("test ") && l.split_whitespace().any(|w| w == name)).unwrap_or_else(|| panic!("no console line for {name}:\n{stdout}"))
+    stdout
+        .lines()
+        .find(|l| l.starts_with("test ") && l.split_whitespace().any(|w| w == name))
+        .unwrap_or_else(|| panic!("no console line for {name}:\n{stdout}"))
 }

@@ -9,9 +9,9 @@ use serde_json::Value;
 use super::{attempt_from_error, refusal, with_provider_endpoint};
 use crate::config::{Expectation, Family, Provider, ReadSpec, Scenario};
 use crate::mcp::{Endpoint, Limits, McpClient, Session, Tool, ToolResult, schema_hash};
-use crate::secret::Secret;
 use crate::model::{Attempt, CheckName};
 use crate::runner::{Check, RunContext};
+use crate::secret::Secret;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
@@ -21,14 +21,23 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
         checks.push(Arc::new(ToolsCheck { name: aspect("tools"), provider: id.clone() }));
         checks.push(Arc::new(ReadCheck { name: aspect("read"), provider: id.clone() }));
         for bearer in [refusal::Bearer::Anonymous, refusal::Bearer::Wrong, refusal::Bearer::Foreign] {
-            checks.push(Arc::new(refusal::RefusalCheck { name: aspect(bearer.aspect()), provider: id.clone(), bearer }));
+            checks.push(Arc::new(refusal::RefusalCheck {
+                name: aspect(bearer.aspect()),
+                provider: id.clone(),
+                bearer,
+            }));
         }
     }
     checks
 }
 
 /// Opens a session at `endpoint` with `secret`.
-pub async fn open_session(endpoint: Endpoint, secret: Secret, limits: Limits, mut evidence: Vec<String>) -> Result<(McpClient, Session, Vec<String>), Attempt> {
+pub async fn open_session(
+    endpoint: Endpoint,
+    secret: Secret,
+    limits: Limits,
+    mut evidence: Vec<String>,
+) -> Result<(McpClient, Session, Vec<String>), Attempt> {
     let url = endpoint.url.clone();
     evidence.push(match endpoint.pin {
         Some(pin) => format!("endpoint: {url} at {pin} ({:?})", endpoint.transport),
@@ -93,7 +102,8 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool], evidence: &mut Vec<Strin
     }
     let extra: Vec<&str> = served.difference(&allowed).copied().collect();
     let missing: Vec<&str> = allowed.difference(&served).copied().collect();
-    let mutating: Vec<&str> = served.iter().copied().filter(|t| provider.tools.mutating.iter().any(|m| m == t)).collect();
+    let mutating: Vec<&str> =
+        served.iter().copied().filter(|t| provider.tools.mutating.iter().any(|m| m == t)).collect();
     if !provider.tools.mutating_enabled && !mutating.is_empty() {
         problems.push(format!("mutating tool(s) served while mutating tools are not enabled: {}", mutating.join(", ")));
     }
@@ -101,14 +111,19 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool], evidence: &mut Vec<Strin
         problems.push(format!("serves tool(s) outside the allowlist: {}", extra.join(", ")));
     }
     if !missing.is_empty() {
-        problems.push(format!("does not serve allowlisted tool(s): {} (a subset is not the contract)", missing.join(", ")));
+        problems
+            .push(format!("does not serve allowlisted tool(s): {} (a subset is not the contract)", missing.join(", ")));
     }
-    if let Some(pinned) = &provider.tools.schema_sha256 {
-        if *pinned != hash {
-            problems.push(format!("tool schema hash {hash} differs from the pinned {pinned}"));
-        }
+    if let Some(pinned) = &provider.tools.schema_sha256
+        && *pinned != hash
+    {
+        problems.push(format!("tool schema hash {hash} differs from the pinned {pinned}"));
     }
-    if problems.is_empty() { Attempt::Pass { evidence: std::mem::take(evidence) } } else { Attempt::fail(problems.join("; "), std::mem::take(evidence)) }
+    if problems.is_empty() {
+        Attempt::Pass { evidence: std::mem::take(evidence) }
+    } else {
+        Attempt::fail(problems.join("; "), std::mem::take(evidence))
+    }
 }
 
 struct ReadCheck {
@@ -125,7 +140,12 @@ impl Check for ReadCheck {
         Box::pin(async move {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
             let Some(read) = provider.read.clone() else {
-                return Attempt::Skip { reason: format!("no deterministic read is configured for provider `{}` (scenario `read:`, probe `--read`)", provider.id) };
+                return Attempt::Skip {
+                    reason: format!(
+                        "no deterministic read is configured for provider `{}` (scenario `read:`, probe `--read`)",
+                        provider.id
+                    ),
+                };
             };
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
@@ -141,7 +161,12 @@ impl Check for ReadCheck {
 }
 
 /// Calls the read tool on an open session, closes it, and judges the result.
-pub async fn deterministic_read(client: &McpClient, session: Session, read: &ReadSpec, mut evidence: Vec<String>) -> Attempt {
+pub async fn deterministic_read(
+    client: &McpClient,
+    session: Session,
+    read: &ReadSpec,
+    mut evidence: Vec<String>,
+) -> Attempt {
     let called = client.call_tool(&session, &read.tool, read.arguments.clone()).await;
     client.close(session).await;
     evidence.push(format!("call: {}({})", read.tool, read.arguments));
@@ -154,7 +179,10 @@ pub async fn deterministic_read(client: &McpClient, session: Session, read: &Rea
 pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evidence: Vec<String>) -> Attempt {
     evidence.push(format!("result: {}", excerpt(&result.raw.to_string(), 400)));
     if result.is_error {
-        return Attempt::fail(format!("read tool `{tool}` returned isError: true: {}", excerpt(&result.text.join(" "), 200)), evidence);
+        return Attempt::fail(
+            format!("read tool `{tool}` returned isError: true: {}", excerpt(&result.text.join(" "), 200)),
+            evidence,
+        );
     }
     match expect {
         Expectation::TextContains(needle) => {
@@ -165,13 +193,20 @@ pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evi
             }
         }
         Expectation::JsonSubset(expected) => {
-            let candidates = result.structured.iter().cloned().chain(result.text.iter().filter_map(|t| serde_json::from_str::<Value>(t).ok()));
+            let candidates = result
+                .structured
+                .iter()
+                .cloned()
+                .chain(result.text.iter().filter_map(|t| serde_json::from_str::<Value>(t).ok()));
             for candidate in candidates {
                 if json_contains(&candidate, expected) {
                     return Attempt::Pass { evidence };
                 }
             }
-            Attempt::fail(format!("read tool `{tool}` returned nothing (structuredContent or JSON text) containing {expected}"), evidence)
+            Attempt::fail(
+                format!("read tool `{tool}` returned nothing (structuredContent or JSON text) containing {expected}"),
+                evidence,
+            )
         }
     }
 }
@@ -179,13 +214,19 @@ pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evi
 /// `expected` is contained in `actual`: objects by key (recursively), everything else equal.
 pub fn json_contains(actual: &Value, expected: &Value) -> bool {
     match (actual, expected) {
-        (Value::Object(a), Value::Object(e)) => e.iter().all(|(k, ev)| a.get(k).is_some_and(|av| json_contains(av, ev))),
+        (Value::Object(a), Value::Object(e)) => {
+            e.iter().all(|(k, ev)| a.get(k).is_some_and(|av| json_contains(av, ev)))
+        }
         _ => actual == expected,
     }
 }
 
 pub fn excerpt(text: &str, max: usize) -> String {
-    if text.chars().count() <= max { text.to_string() } else { format!("{}…", text.chars().take(max).collect::<String>()) }
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
 }
 
 #[cfg(test)]
@@ -216,7 +257,12 @@ mod tools_diff_tests {
             credential: "c".into(),
             refusal: Default::default(),
             allowed_consumers: vec![],
-            tools: ToolsContract { allowlist: allowlist.iter().map(|s| s.to_string()).collect(), schema_sha256: pin.map(String::from), mutating: mutating.iter().map(|s| s.to_string()).collect(), mutating_enabled: false },
+            tools: ToolsContract {
+                allowlist: allowlist.iter().map(|s| s.to_string()).collect(),
+                schema_sha256: pin.map(String::from),
+                mutating: mutating.iter().map(|s| s.to_string()).collect(),
+                mutating_enabled: false,
+            },
             read: None,
             disabled: false,
             app_ports: vec![],
@@ -227,7 +273,15 @@ mod tools_diff_tests {
     }
 
     fn tools(names: &[&str]) -> Vec<Tool> {
-        names.iter().map(|n| Tool { name: n.to_string(), description: None, input_schema: json!({"type": "object"}), raw: json!({"name": n}) }).collect()
+        names
+            .iter()
+            .map(|n| Tool {
+                name: n.to_string(),
+                description: None,
+                input_schema: json!({"type": "object"}),
+                raw: json!({"name": n}),
+            })
+            .collect()
     }
 
     fn reason(a: Attempt) -> String {
@@ -243,26 +297,49 @@ mod tools_diff_tests {
         let a = judge_tools(&provider(&["a", "b"], &[], None), &tools(&["b", "a"]), &mut vec![]);
         assert!(matches!(a, Attempt::Pass { .. }));
         let hash = schema_hash(&tools(&["a", "b"]));
-        assert!(matches!(judge_tools(&provider(&["a", "b"], &[], Some(&hash)), &tools(&["a", "b"]), &mut evidence), Attempt::Pass { .. }));
+        assert!(matches!(
+            judge_tools(&provider(&["a", "b"], &[], Some(&hash)), &tools(&["a", "b"]), &mut evidence),
+            Attempt::Pass { .. }
+        ));
         assert!(evidence.is_empty(), "evidence moves into the attempt");
     }
 
     #[test]
     fn subset_superset_mutating_duplicates_and_pin_each_fail() {
-        assert!(reason(judge_tools(&provider(&["a", "b"], &[], None), &tools(&["a"]), &mut vec![])).contains("does not serve allowlisted tool(s): b"));
+        assert!(
+            reason(judge_tools(&provider(&["a", "b"], &[], None), &tools(&["a"]), &mut vec![]))
+                .contains("does not serve allowlisted tool(s): b")
+        );
         let r = reason(judge_tools(&provider(&["a"], &["drop"], None), &tools(&["a", "drop"]), &mut vec![]));
         assert!(r.contains("outside the allowlist: drop") && r.contains("mutating tool(s) served"), "{r}");
-        assert!(reason(judge_tools(&provider(&["a"], &[], None), &tools(&["a", "a"]), &mut vec![])).contains("served more than once"));
-        assert!(reason(judge_tools(&provider(&["a"], &[], Some(&"0".repeat(64))), &tools(&["a"]), &mut vec![])).contains("differs from the pinned"));
+        assert!(
+            reason(judge_tools(&provider(&["a"], &[], None), &tools(&["a", "a"]), &mut vec![]))
+                .contains("served more than once")
+        );
+        assert!(
+            reason(judge_tools(&provider(&["a"], &[], Some(&"0".repeat(64))), &tools(&["a"]), &mut vec![]))
+                .contains("differs from the pinned")
+        );
     }
 
     #[test]
     fn read_expectations() {
         let result = ToolResult { is_error: false, text: vec!["{\"n\": 5}".into()], structured: None, raw: json!({}) };
-        assert!(matches!(judge_read("t", &Expectation::JsonSubset(json!({"n": 5})), &result, vec![]), Attempt::Pass { .. }));
-        assert!(matches!(judge_read("t", &Expectation::TextContains("5".into()), &result, vec![]), Attempt::Pass { .. }));
-        assert!(reason(judge_read("t", &Expectation::TextContains("6".into()), &result, vec![])).contains("no text containing"));
+        assert!(matches!(
+            judge_read("t", &Expectation::JsonSubset(json!({"n": 5})), &result, vec![]),
+            Attempt::Pass { .. }
+        ));
+        assert!(matches!(
+            judge_read("t", &Expectation::TextContains("5".into()), &result, vec![]),
+            Attempt::Pass { .. }
+        ));
+        assert!(
+            reason(judge_read("t", &Expectation::TextContains("6".into()), &result, vec![]))
+                .contains("no text containing")
+        );
         let failed = ToolResult { is_error: true, ..result };
-        assert!(reason(judge_read("t", &Expectation::TextContains("5".into()), &failed, vec![])).contains("isError: true"));
+        assert!(
+            reason(judge_read("t", &Expectation::TextContains("5".into()), &failed, vec![])).contains("isError: true")
+        );
     }
 }

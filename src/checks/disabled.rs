@@ -19,7 +19,10 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
         .providers
         .iter()
         .filter(|p| p.disabled)
-        .map(|p| Arc::new(DisabledCheck { name: CheckName::new(Family::Disabled, p.id.clone()), provider: p.id.clone() }) as Arc<dyn Check>)
+        .map(|p| {
+            Arc::new(DisabledCheck { name: CheckName::new(Family::Disabled, p.id.clone()), provider: p.id.clone() })
+                as Arc<dyn Check>
+        })
         .collect()
 }
 
@@ -51,7 +54,11 @@ impl Check for DisabledCheck {
                 .collect();
             let mut evidence = vec![match leftovers.is_empty() {
                 true => format!("no running container of service `{}`", provider.service),
-                false => format!("running container(s) of service `{}`: {}", provider.service, leftovers.iter().map(|(a, n)| format!("{n} at {a}")).collect::<Vec<_>>().join(", ")),
+                false => format!(
+                    "running container(s) of service `{}`: {}",
+                    provider.service,
+                    leftovers.iter().map(|(a, n)| format!("{n} at {a}")).collect::<Vec<_>>().join(", ")
+                ),
             }];
             let mut positions = Vec::new();
             for client in &ctx.scenario.clients {
@@ -110,7 +117,13 @@ impl Check for DisabledCheck {
     }
 }
 
-async fn look_from(label: &str, netns: &crate::netns::NetnsContext, provider: &Provider, leftovers: &[(IpAddr, String)], limits: Limits) -> Attempt {
+async fn look_from(
+    label: &str,
+    netns: &crate::netns::NetnsContext,
+    provider: &Provider,
+    leftovers: &[(IpAddr, String)],
+    limits: Limits,
+) -> Attempt {
     let view = match ClientView::learn(netns).await {
         Ok(v) => v,
         Err(attempt) => return attempt,
@@ -125,7 +138,10 @@ async fn look_from(label: &str, netns: &crate::netns::NetnsContext, provider: &P
     let mut evidence = vec![format!("{label}: {host} → [{}]; {}", join(&answers), view.wildcard_evidence())];
     let mut findings = Vec::new();
     if !routed.is_empty() {
-        findings.push(format!("still routed: from {label} `{host}` resolves to [{}] outside the wildcard set", join(&routed)));
+        findings.push(format!(
+            "still routed: from {label} `{host}` resolves to [{}] outside the wildcard set",
+            join(&routed)
+        ));
     }
     let mut targets: Vec<IpAddr> = routed;
     targets.extend(leftovers.iter().map(|(a, _)| *a));
@@ -144,7 +160,10 @@ async fn look_from(label: &str, netns: &crate::netns::NetnsContext, provider: &P
             match client.raw_exchange(entry, None).await {
                 Ok(answer) => {
                     evidence.push(format!("{label}: {}", summarize(&answer)));
-                    findings.push(format!("still listening: from {label} {} at {addr}:{port} answered {}", entry, answer.status));
+                    findings.push(format!(
+                        "still listening: from {label} {} at {addr}:{port} answered {}",
+                        entry, answer.status
+                    ));
                 }
                 Err(e) => evidence.push(format!("{label}: {entry} at {addr}:{port}: no HTTP answer ({e})")),
             }

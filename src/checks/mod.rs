@@ -11,7 +11,7 @@ pub mod sidecar;
 use std::future::Future;
 use std::sync::Arc;
 
-use position::{ClientView, Resolution, contract_position, pinned, resolve_provider};
+use position::{Resolution, contract_position, pinned, with_resolution};
 
 use crate::config::{Family, Mode, Provider, Scenario, Suite};
 use crate::mcp::{Endpoint, McpError};
@@ -66,28 +66,22 @@ where
         return job(host_endpoint(provider), vec![]).await;
     };
     let Some((position, client)) = contract_position(&topology, &ctx.scenario, provider) else {
-        return Attempt::not_ready(format!("no running container of an admitted client or of provider `{}` to probe from", provider.id), vec![]);
+        return Attempt::not_ready(
+            format!("no running container of an admitted client or of provider `{}` to probe from", provider.id),
+            vec![],
+        );
     };
-    let provider = provider.clone();
     let label = position.label();
-    position
-        .run(move |netns| async move {
-            let netns = netns.expect("a container position runs in a namespace");
-            let view = match ClientView::learn(&netns).await {
-                Ok(v) => v,
-                Err(attempt) => return attempt,
-            };
-            let host = provider.url.host_str().unwrap_or_default().to_string();
-            let targets = topology.running(&provider.service).to_vec();
-            let (resolution, mut evidence) = match resolve_provider(&view, &host, &targets, client.as_ref(), &topology).await {
-                Ok(r) => r,
-                Err(attempt) => return attempt,
-            };
-            evidence.insert(0, format!("probed from {label}"));
-            match resolution {
-                Resolution::Owned(addrs) => job(pinned(&provider, addrs[0].0), evidence).await,
-                other => Attempt::fail(format!("cannot reach `{host}` from {label}: {}", route::describe(&other)), evidence),
+    let host = provider.url.host_str().unwrap_or_default().to_string();
+    let endpoint_of = provider.clone();
+    with_resolution(position, provider.clone(), topology, client, move |resolution, mut evidence| async move {
+        evidence.insert(0, format!("probed from {label}"));
+        match resolution {
+            Resolution::Owned(addrs) => job(pinned(&endpoint_of, addrs[0].0), evidence).await,
+            other => {
+                Attempt::fail(format!("cannot reach `{host}` from {label}: {}", route::describe(&other)), evidence)
             }
-        })
-        .await
+        }
+    })
+    .await
 }

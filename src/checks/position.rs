@@ -42,10 +42,12 @@ impl Position {
     {
         match self {
             Position::Host => job(None).await,
-            Position::Container { pid, label } => match netns::run_in_netns_async(*pid, move |ctx| job(Some(ctx))).await {
-                Ok(attempt) => attempt,
-                Err(e) => Attempt::not_ready(format!("cannot probe from {label}: {e}"), vec![]),
-            },
+            Position::Container { pid, label } => {
+                match netns::run_in_netns_async(*pid, move |ctx| job(Some(ctx))).await {
+                    Ok(attempt) => attempt,
+                    Err(e) => Attempt::not_ready(format!("cannot probe from {label}: {e}"), vec![]),
+                }
+            }
         }
     }
 }
@@ -59,8 +61,12 @@ pub struct ClientView {
 impl ClientView {
     /// Learns W before anything else: no verdict may rest on a name alone.
     pub async fn learn(ctx: &NetnsContext) -> Result<ClientView, Attempt> {
-        let resolver = ClientResolver::from_resolv_conf(&ctx.resolv_conf)
-            .map_err(|e| Attempt::not_ready(format!("cannot configure the client's resolver from its resolv.conf: {e}"), vec![format!("resolv.conf: {}", ctx.resolv_conf.replace('\n', "; "))]))?;
+        let resolver = ClientResolver::from_resolv_conf(&ctx.resolv_conf).map_err(|e| {
+            Attempt::not_ready(
+                format!("cannot configure the client's resolver from its resolv.conf: {e}"),
+                vec![format!("resolv.conf: {}", ctx.resolv_conf.replace('\n', "; "))],
+            )
+        })?;
         let wildcard = resolver.learn_wildcard().await;
         if !wildcard.is_complete() {
             let errors: Vec<String> = wildcard.errors.iter().map(|(n, e)| format!("{n}: {e}")).collect();
@@ -90,8 +96,18 @@ pub enum Resolution {
 
 /// Resolves `host` with the client's resolver and judges the answers against W and the
 /// engine's view of the provider's containers.
-pub async fn resolve_provider(view: &ClientView, host: &str, provider_targets: &[Target], client: Option<&Target>, topology: &Topology) -> Result<(Resolution, Vec<String>), Attempt> {
-    let answers = view.resolver.lookup(host).await.map_err(|e| Attempt::not_ready(format!("resolving {host}: {e}"), vec![view.wildcard_evidence()]))?;
+pub async fn resolve_provider(
+    view: &ClientView,
+    host: &str,
+    provider_targets: &[Target],
+    client: Option<&Target>,
+    topology: &Topology,
+) -> Result<(Resolution, Vec<String>), Attempt> {
+    let answers = view
+        .resolver
+        .lookup(host)
+        .await
+        .map_err(|e| Attempt::not_ready(format!("resolving {host}: {e}"), vec![view.wildcard_evidence()]))?;
     let mut evidence = vec![view.wildcard_evidence(), format!("{host} → [{}]", join(&answers))];
     if answers.is_empty() {
         return Ok((Resolution::Nothing, evidence));
@@ -142,7 +158,11 @@ pub fn join(addrs: &[IpAddr]) -> String {
 
 /// Where the contract checks of a provider run: the first admitted client with a running
 /// container, else the provider's own container (it sits on the provider's network).
-pub fn contract_position(topology: &Arc<Topology>, scenario: &crate::config::Scenario, provider: &Provider) -> Option<(Position, Option<Target>)> {
+pub fn contract_position(
+    topology: &Arc<Topology>,
+    scenario: &crate::config::Scenario,
+    provider: &Provider,
+) -> Option<(Position, Option<Target>)> {
     for consumer in &provider.allowed_consumers {
         let Some(client) = scenario.clients.iter().find(|c| &c.id == consumer) else { continue };
         if let Some(target) = topology.running(&client.service).first() {
@@ -150,4 +170,47 @@ pub fn contract_position(topology: &Arc<Topology>, scenario: &crate::config::Sce
         }
     }
     topology.running(&provider.service).first().map(|t| (Position::of(&format!("provider {}", provider.id), t), None))
+}
+
+/// Runs `job` at `position` once W is learned and the provider's host is resolved there
+/// and judged against the engine's view; `client` is the container whose networks count
+/// as shared (none: any network).
+pub async fn with_resolution<F, Fut>(
+    position: Position,
+    provider: Provider,
+    topology: Arc<Topology>,
+    client: Option<Target>,
+    job: F,
+) -> Attempt
+where
+    F: FnOnce(Resolution, Vec<String>) -> Fut + Send + 'static,
+    Fut: Future<Output = Attempt> + Send + 'static,
+{
+    position
+        .run(move |netns| async move {
+            let netns = netns.expect("a container position runs in a namespace");
+            let view = match ClientView::learn(&netns).await {
+                Ok(v) => v,
+                Err(attempt) => return attempt,
+            };
+            let host = provider.url.host_str().unwrap_or_default().to_string();
+            let targets = topology.running(&provider.service).to_vec();
+            match resolve_provider(&view, &host, &targets, client.as_ref(), &topology).await {
+                Ok((resolution, evidence)) => job(resolution, evidence).await,
+                Err(attempt) => attempt,
+            }
+        })
+        .await
+}
+
+/// The running container of a scenario client, or why there is none.
+pub fn client_container(
+    topology: &Topology,
+    scenario: &crate::config::Scenario,
+    client: &str,
+) -> Result<Target, Attempt> {
+    let service = scenario.clients.iter().find(|c| c.id == client).map(|c| c.service.as_str()).unwrap_or(client);
+    topology.running(service).first().cloned().ok_or_else(|| {
+        Attempt::not_ready(format!("client `{client}` has no running container of service `{service}`"), vec![])
+    })
 }

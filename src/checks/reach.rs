@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures_util::future::{BoxFuture, join_all};
 
-use super::position::{Position, tcp_connect};
+use super::position::{Position, client_container, tcp_connect};
 use super::route::pair_name;
 use crate::config::{Family, Scenario};
 use crate::model::{Attempt, CheckName};
@@ -17,7 +17,11 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         for client in scenario.clients.iter().filter(|c| !provider.allowed_consumers.contains(&c.id)) {
-            checks.push(Arc::new(ReachCheck { name: pair_name(Family::Reach, &client.id, "-/->", &provider.id), client: client.id.clone(), provider: provider.id.clone() }));
+            checks.push(Arc::new(ReachCheck {
+                name: pair_name(Family::Reach, &client.id, "-/->", &provider.id),
+                client: client.id.clone(),
+                provider: provider.id.clone(),
+            }));
         }
     }
     checks
@@ -46,9 +50,9 @@ impl Check for ReachCheck {
         Box::pin(async move {
             let topology = ctx.topology.clone().expect("reach checks run in compose or swarm mode");
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
-            let client = ctx.scenario.clients.iter().find(|c| c.id == self.client).expect("planned from the scenario");
-            let Some(client_target) = topology.running(&client.service).first().cloned() else {
-                return Attempt::not_ready(format!("client `{}` has no running container", client.id), vec![]);
+            let client_target = match client_container(&topology, &ctx.scenario, &self.client) {
+                Ok(t) => t,
+                Err(attempt) => return attempt,
             };
             let mut probes = Vec::new();
             for (target, ports) in topology.provider_surfaces(provider) {
@@ -56,16 +60,23 @@ impl Check for ReachCheck {
                     let addrs = att.ipv4.map(IpAddr::V4).into_iter().chain(att.ipv6.map(IpAddr::V6));
                     for addr in addrs {
                         for port in &ports {
-                            probes.push(Probe { addr: SocketAddr::new(addr, *port), container: target.name.clone(), network: topology.network_key(&att.network).to_string() });
+                            probes.push(Probe {
+                                addr: SocketAddr::new(addr, *port),
+                                container: target.name.clone(),
+                                network: topology.network_key(&att.network).to_string(),
+                            });
                         }
                     }
                 }
             }
             if probes.is_empty() {
-                return Attempt::not_ready(format!("provider `{}` has no container address to probe", provider.id), vec![]);
+                return Attempt::not_ready(
+                    format!("provider `{}` has no container address to probe", provider.id),
+                    vec![],
+                );
             }
             let timeout = ctx.suite.limits.connect_timeout;
-            let label = format!("client {}", client.id);
+            let label = format!("client {}", self.client);
             let provider_id = provider.id.clone();
             Position::of(&label, &client_target)
                 .run(move |_netns| async move {

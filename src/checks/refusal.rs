@@ -37,7 +37,9 @@ pub struct RefusalCheck {
 
 pub fn entry_points(transport: Transport) -> &'static [EntryPoint] {
     match transport {
-        Transport::StreamableHttp => &[EntryPoint::Initialize, EntryPoint::Discover, EntryPoint::ToolsList, EntryPoint::SseGet],
+        Transport::StreamableHttp => {
+            &[EntryPoint::Initialize, EntryPoint::Discover, EntryPoint::ToolsList, EntryPoint::SseGet]
+        }
         Transport::Sse => &[EntryPoint::SseGet, EntryPoint::MessagePost],
     }
 }
@@ -57,14 +59,25 @@ impl Check for RefusalCheck {
             let valid = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
             let kind = self.bearer;
-            with_provider_endpoint(ctx, &provider.clone(), move |endpoint, evidence| refuse_everywhere(provider, endpoint, kind, bearer, valid, limits, evidence)).await
+            with_provider_endpoint(ctx, &provider.clone(), move |endpoint, evidence| {
+                refuse_everywhere(provider, endpoint, kind, bearer, valid, limits, evidence)
+            })
+            .await
         })
     }
 }
 
 /// Presents `bearer` at every entry point of the transport; any answer that is not a
 /// refusal fails the check.
-async fn refuse_everywhere(provider: Provider, endpoint: Endpoint, kind: Bearer, bearer: Option<Secret>, valid: Secret, limits: Limits, mut evidence: Vec<String>) -> Attempt {
+async fn refuse_everywhere(
+    provider: Provider,
+    endpoint: Endpoint,
+    kind: Bearer,
+    bearer: Option<Secret>,
+    valid: Secret,
+    limits: Limits,
+    mut evidence: Vec<String>,
+) -> Attempt {
     evidence.push(format!("endpoint: {}", provider.url));
     evidence.push(format!("bearer: {}", describe(kind, bearer.as_ref())));
     // Legacy SSE hands out its POST URL only on a stream; borrow one from a valid
@@ -132,7 +145,9 @@ impl RefusalCheck {
                     .find(|s| s.expose() != own.expose())
                     .cloned()
                     .map(Some)
-                    .ok_or_else(|| Attempt::Skip { reason: "no other provider in the scenario holds a different credential to present".into() })
+                    .ok_or_else(|| Attempt::Skip {
+                        reason: "no other provider in the scenario holds a different credential to present".into(),
+                    })
             }
         }
     }
@@ -194,9 +209,13 @@ pub fn judge(a: &RawAnswer, refusal: Refusal) -> Result<(), String> {
                 "answered {} with a JSON-RPC error; only a provider marked `refusal: jsonrpc_error` may refuse that way, this one must answer 401 or 403",
                 a.status
             )),
-            (Some(msg), _) if msg.get("result").is_some() => Err(format!("answered {} with a result: a session was granted", a.status)),
+            (Some(msg), _) if msg.get("result").is_some() => {
+                Err(format!("answered {} with a result: a session was granted", a.status))
+            }
             _ if a.session_id_present => Err(format!("answered {} and issued an mcp-session-id", a.status)),
-            _ if a.content_type.as_deref().is_some_and(|ct| ct.contains("text/event-stream")) => Err(format!("answered {} and opened an event stream", a.status)),
+            _ if a.content_type.as_deref().is_some_and(|ct| ct.contains("text/event-stream")) => {
+                Err(format!("answered {} and opened an event stream", a.status))
+            }
             _ => Err(format!("answered {}, which is not a refusal", a.status)),
         },
         status => Err(format!("answered {status}; a refusal is 401 or 403")),

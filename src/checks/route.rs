@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::position::{ClientView, Position, Resolution, join, resolve_provider, tcp_connect};
+use super::position::{Position, Resolution, client_container, join, tcp_connect, with_resolution};
 use crate::config::{Family, Scenario};
 use crate::model::{Attempt, CheckName};
 use crate::runner::{Check, RunContext};
@@ -16,7 +16,11 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         for client in &provider.allowed_consumers {
-            checks.push(Arc::new(RouteCheck { name: pair_name(Family::Route, client, "->", &provider.id), client: client.clone(), provider: provider.id.clone() }));
+            checks.push(Arc::new(RouteCheck {
+                name: pair_name(Family::Route, client, "->", &provider.id),
+                client: client.clone(),
+                provider: provider.id.clone(),
+            }));
         }
     }
     checks
@@ -29,9 +33,17 @@ pub fn pair_name(family: Family, client: &str, arrow: &str, provider: &str) -> C
 pub fn describe(resolution: &Resolution) -> String {
     match resolution {
         Resolution::Nothing => "the name does not resolve".into(),
-        Resolution::OnlyWildcard(addrs) => format!("it resolves only to wildcard address(es) [{}]: the name answers through the wildcard DNS record, not through a route to the provider", join(addrs)),
-        Resolution::Foreign(addrs) => format!("it resolves to [{}], which is no provider container on a network the client shares", join(addrs)),
-        Resolution::Owned(addrs) => format!("it resolves to [{}]", addrs.iter().map(|(a, n)| format!("{a} on {n}")).collect::<Vec<_>>().join(", ")),
+        Resolution::OnlyWildcard(addrs) => format!(
+            "it resolves only to wildcard address(es) [{}]: the name answers through the wildcard DNS record, not through a route to the provider",
+            join(addrs)
+        ),
+        Resolution::Foreign(addrs) => {
+            format!("it resolves to [{}], which is no provider container on a network the client shares", join(addrs))
+        }
+        Resolution::Owned(addrs) => format!(
+            "it resolves to [{}]",
+            addrs.iter().map(|(a, n)| format!("{a} on {n}")).collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 
@@ -50,28 +62,26 @@ impl Check for RouteCheck {
         Box::pin(async move {
             let topology = ctx.topology.clone().expect("route checks run in compose or swarm mode");
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
-            let client = ctx.scenario.clients.iter().find(|c| c.id == self.client).expect("validated consumer");
-            let Some(client_target) = topology.running(&client.service).first().cloned() else {
-                return Attempt::not_ready(format!("client `{}` has no running container", client.id), vec![]);
+            let client_target = match client_container(&topology, &ctx.scenario, &self.client) {
+                Ok(t) => t,
+                Err(attempt) => return attempt,
             };
-            let targets = topology.running(&provider.service).to_vec();
             let timeout = ctx.suite.limits.connect_timeout;
-            let label = format!("client {}", client.id);
-            Position::of(&label, &client_target)
-                .run(move |netns| async move {
-                    let netns = netns.expect("a container position runs in a namespace");
-                    let view = match ClientView::learn(&netns).await {
-                        Ok(v) => v,
-                        Err(attempt) => return attempt,
-                    };
-                    let host = provider.url.host_str().unwrap_or_default().to_string();
-                    let port = provider.url.port_or_known_default().unwrap_or(80);
-                    let (resolution, mut evidence) = match resolve_provider(&view, &host, &targets, Some(&client_target), &topology).await {
-                        Ok(r) => r,
-                        Err(attempt) => return attempt,
-                    };
+            let label = format!("client {}", self.client);
+            let host = provider.url.host_str().unwrap_or_default().to_string();
+            let port = provider.url.port_or_known_default().unwrap_or(80);
+            let position = Position::of(&label, &client_target);
+            with_resolution(
+                position,
+                provider,
+                topology,
+                Some(client_target),
+                move |resolution, mut evidence| async move {
                     let Resolution::Owned(addrs) = &resolution else {
-                        return Attempt::fail(format!("no route from {label} to `{host}`: {}", describe(&resolution)), evidence);
+                        return Attempt::fail(
+                            format!("no route from {label} to `{host}`: {}", describe(&resolution)),
+                            evidence,
+                        );
                     };
                     let mut refusals = Vec::new();
                     for (addr, network) in addrs {
@@ -86,9 +96,16 @@ impl Check for RouteCheck {
                     evidence.extend(refusals.iter().cloned());
                     // The address is the provider's own: a refused connect is a provider
                     // still starting, retried until the deadline.
-                    Attempt::not_ready(format!("`{host}` resolves to the provider but no address accepts TCP on port {port}: {}", refusals.join("; ")), evidence)
-                })
-                .await
+                    Attempt::not_ready(
+                        format!(
+                            "`{host}` resolves to the provider but no address accepts TCP on port {port}: {}",
+                            refusals.join("; ")
+                        ),
+                        evidence,
+                    )
+                },
+            )
+            .await
         })
     }
 }

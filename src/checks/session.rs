@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 
 use super::attempt_from_error;
 use super::contract::{deterministic_read, open_session};
-use super::position::{ClientView, Position, Resolution, pinned, resolve_provider};
+use super::position::{Position, Resolution, client_container, pinned, with_resolution};
 use super::route::{describe, pair_name};
 use crate::config::{Family, Scenario};
 use crate::model::{Attempt, CheckName};
@@ -18,7 +18,11 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         for client in &provider.allowed_consumers {
-            checks.push(Arc::new(SessionCheck { name: pair_name(Family::Session, client, "->", &provider.id), client: client.clone(), provider: provider.id.clone() }));
+            checks.push(Arc::new(SessionCheck {
+                name: pair_name(Family::Session, client, "->", &provider.id),
+                client: client.clone(),
+                provider: provider.id.clone(),
+            }));
         }
     }
     checks
@@ -41,50 +45,52 @@ impl Check for SessionCheck {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
             let client = ctx.scenario.clients.iter().find(|c| c.id == self.client).expect("validated consumer");
             let Some(credential) = client.credentials.get(&provider.id) else {
-                return Attempt::fail(format!("client `{}` is admitted to `{}` but the scenario gives it no credential for it (clients.{}.credentials.{})", client.id, provider.id, client.id, provider.id), vec![]);
+                return Attempt::fail(
+                    format!(
+                        "client `{}` is admitted to `{}` but the scenario gives it no credential for it (clients.{}.credentials.{})",
+                        client.id, provider.id, client.id, provider.id
+                    ),
+                    vec![],
+                );
             };
             let secret = ctx.scenario.secret(credential).clone();
-            let Some(client_target) = topology.running(&client.service).first().cloned() else {
-                return Attempt::not_ready(format!("client `{}` has no running container", client.id), vec![]);
+            let client_target = match client_container(&topology, &ctx.scenario, &client.id) {
+                Ok(t) => t,
+                Err(attempt) => return attempt,
             };
-            let targets = topology.running(&provider.service).to_vec();
             let limits = ctx.suite.limits.clone();
             let label = format!("client {}", client.id);
-            Position::of(&label, &client_target)
-                .run(move |netns| async move {
-                    let netns = netns.expect("a container position runs in a namespace");
-                    let view = match ClientView::learn(&netns).await {
-                        Ok(v) => v,
-                        Err(attempt) => return attempt,
-                    };
-                    let host = provider.url.host_str().unwrap_or_default().to_string();
-                    let (resolution, evidence) = match resolve_provider(&view, &host, &targets, Some(&client_target), &topology).await {
-                        Ok(r) => r,
-                        Err(attempt) => return attempt,
-                    };
-                    let Resolution::Owned(addrs) = &resolution else {
-                        return Attempt::fail(format!("no session from {label}: {}", describe(&resolution)), evidence);
-                    };
-                    let (client, session, mut evidence) = match open_session(pinned(&provider, addrs[0].0), secret, limits, evidence).await {
-                        Ok(s) => s,
-                        Err(attempt) => return attempt,
-                    };
-                    match client.list_tools(&session).await {
-                        Ok(tools) => evidence.push(format!("tools/list: [{}]", tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", "))),
-                        Err(e) => {
-                            client.close(session).await;
-                            return attempt_from_error("tools/list failed", &e, evidence);
-                        }
+            let position = Position::of(&label, &client_target);
+            let read = provider.read.clone();
+            let endpoint_of = provider.clone();
+            with_resolution(position, provider, topology, Some(client_target), move |resolution, evidence| async move {
+                let Resolution::Owned(addrs) = &resolution else {
+                    return Attempt::fail(format!("no session from {label}: {}", describe(&resolution)), evidence);
+                };
+                let endpoint = pinned(&endpoint_of, addrs[0].0);
+                let (client, session, mut evidence) = match open_session(endpoint, secret, limits, evidence).await {
+                    Ok(s) => s,
+                    Err(attempt) => return attempt,
+                };
+                match client.list_tools(&session).await {
+                    Ok(tools) => evidence.push(format!(
+                        "tools/list: [{}]",
+                        tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+                    )),
+                    Err(e) => {
+                        client.close(session).await;
+                        return attempt_from_error("tools/list failed", &e, evidence);
                     }
-                    match &provider.read {
-                        Some(read) => deterministic_read(&client, session, read, evidence).await,
-                        None => {
-                            client.close(session).await;
-                            Attempt::Pass { evidence }
-                        }
+                }
+                match &read {
+                    Some(read) => deterministic_read(&client, session, read, evidence).await,
+                    None => {
+                        client.close(session).await;
+                        Attempt::Pass { evidence }
                     }
-                })
-                .await
+                }
+            })
+            .await
         })
     }
 }

@@ -41,7 +41,10 @@ impl Check for InterfacesCheck {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
             let declared = provider.sidecar_networks.clone().unwrap_or_default();
             let Some(target) = topology.running(&provider.service).first().cloned() else {
-                return Attempt::not_ready(format!("sidecar service `{}` has no running container", provider.service), vec![]);
+                return Attempt::not_ready(
+                    format!("sidecar service `{}` has no running container", provider.service),
+                    vec![],
+                );
             };
             let kernel = Position::of(&format!("sidecar {}", provider.service), &target)
                 .run(|_| async {
@@ -63,10 +66,20 @@ impl Check for InterfacesCheck {
 
 /// Compares the kernel's interface list (lines `name addr/prefix`) with the engine's
 /// attachments and the declared networks.
-pub fn judge_interfaces(topology: &Topology, target: &Target, declared: &[String], kernel_lines: &[String], allow_gwbridge: bool) -> Attempt {
+pub fn judge_interfaces(
+    topology: &Topology,
+    target: &Target,
+    declared: &[String],
+    kernel_lines: &[String],
+    allow_gwbridge: bool,
+) -> Attempt {
     let mut evidence = vec![format!("declared networks: [{}]", declared.join(", "))];
     evidence.push(format!("kernel view: {}", kernel_lines.join(", ")));
-    let engine_view: Vec<String> = target.attachments.iter().map(|a| format!("{} {}", topology.network_key(&a.network), a.ipv4.map(|i| i.to_string()).unwrap_or_default())).collect();
+    let engine_view: Vec<String> = target
+        .attachments
+        .iter()
+        .map(|a| format!("{} {}", topology.network_key(&a.network), a.ipv4.map(|i| i.to_string()).unwrap_or_default()))
+        .collect();
     evidence.push(format!("engine view: {}", engine_view.join(", ")));
     let kernel: Vec<(String, IpAddr)> = kernel_lines
         .iter()
@@ -77,20 +90,30 @@ pub fn judge_interfaces(topology: &Topology, target: &Target, declared: &[String
         })
         .filter(|(_, a)| !a.is_loopback() && !is_link_local(a))
         .collect();
-    let declared_facts: Vec<(&String, Option<&NetworkFacts>)> = declared.iter().map(|key| (key, topology.networks.get(&compose_network_name(&topology.project, key)))).collect();
+    let declared_facts: Vec<(&String, Option<&NetworkFacts>)> = declared
+        .iter()
+        .map(|key| (key, topology.networks.get(&compose_network_name(&topology.project, key))))
+        .collect();
     let gwbridge = topology.networks.get("docker_gwbridge").filter(|_| allow_gwbridge);
     let mut problems = Vec::new();
     for (ifname, addr) in &kernel {
         let home = declared_facts.iter().find(|(_, f)| f.is_some_and(|f| f.contains(*addr)));
         if home.is_none() && !gwbridge.is_some_and(|g| g.contains(*addr)) {
-            let on = topology.networks.values().find(|n| n.contains(*addr)).map(|n| format!(" (it is on network {})", topology.network_key(&n.name))).unwrap_or_default();
+            let on = topology
+                .networks
+                .values()
+                .find(|n| n.contains(*addr))
+                .map(|n| format!(" (it is on network {})", topology.network_key(&n.name)))
+                .unwrap_or_default();
             problems.push(format!("{ifname} {addr} lies in no declared network's subnet{on}"));
         }
     }
     for (key, facts) in &declared_facts {
         match facts {
             None => problems.push(format!("declared network `{key}` does not exist in project {}", topology.project)),
-            Some(f) if !kernel.iter().any(|(_, a)| f.contains(*a)) => problems.push(format!("declared network `{key}` has no interface in the sidecar")),
+            Some(f) if !kernel.iter().any(|(_, a)| f.contains(*a)) => {
+                problems.push(format!("declared network `{key}` has no interface in the sidecar"))
+            }
             Some(_) => {}
         }
     }
@@ -106,7 +129,8 @@ pub fn judge_interfaces(topology: &Topology, target: &Target, declared: &[String
     }
     for att in &target.attachments {
         let key = topology.network_key(&att.network);
-        if !declared.iter().any(|d| d == key) && !(allow_gwbridge && att.network == "docker_gwbridge") {
+        let platform_plumbing = allow_gwbridge && att.network == "docker_gwbridge";
+        if !platform_plumbing && !declared.iter().any(|d| d == key) {
             problems.push(format!("attached to undeclared network `{key}`"));
         }
     }
@@ -138,7 +162,10 @@ impl Check for HardeningCheck {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
             let targets = topology.running(&provider.service);
             if targets.is_empty() {
-                return Attempt::not_ready(format!("sidecar service `{}` has no running container", provider.service), vec![]);
+                return Attempt::not_ready(
+                    format!("sidecar service `{}` has no running container", provider.service),
+                    vec![],
+                );
             }
             let mut findings = Vec::new();
             let mut evidence = Vec::new();
@@ -183,7 +210,13 @@ pub fn hardening_findings(f: &HardeningFacts) -> Vec<String> {
         out.push("uses the host pid namespace".into());
     }
     for m in &f.mounts {
-        let risky = |p: &str| p.ends_with("docker.sock") || p == "/var/run" || p.starts_with("/var/run/") || p == "/run" || p.starts_with("/run/docker");
+        let risky = |p: &str| {
+            p.ends_with("docker.sock")
+                || p == "/var/run"
+                || p.starts_with("/var/run/")
+                || p == "/run"
+                || p.starts_with("/run/docker")
+        };
         if risky(&m.source) || risky(&m.destination) {
             out.push(format!("mounts {} at {} (docker socket or /var/run)", m.source, m.destination));
         }
@@ -198,7 +231,8 @@ pub fn hardening_findings(f: &HardeningFacts) -> Vec<String> {
         out.push("no PID limit".into());
     }
     if !f.published_ports.is_empty() {
-        let ports: Vec<String> = f.published_ports.iter().map(|p| format!("{} → {}:{}", p.container_port, p.host_ip, p.host_port)).collect();
+        let ports: Vec<String> =
+            f.published_ports.iter().map(|p| format!("{} → {}:{}", p.container_port, p.host_ip, p.host_port)).collect();
         out.push(format!("publishes ports on the host: {}", ports.join(", ")));
     }
     out

@@ -75,13 +75,7 @@ impl From<ConfigError> for ConfigErrors {
 pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &Path, text: &str) -> Result<T, ConfigError> {
     serde_saphyr::from_str::<T>(text).map_err(|e| {
         let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-        ConfigError {
-            file: file.to_path_buf(),
-            line,
-            column,
-            key: String::new(),
-            message: first_line(&e.to_string()),
-        }
+        ConfigError { file: file.to_path_buf(), line, column, key: String::new(), message: first_line(&e.to_string()) }
     })
 }
 

@@ -224,12 +224,24 @@ impl Validator<'_> {
             let p = &spanned.value;
             let key = format!("providers.{id}");
             if !is_valid_id(id) {
-                self.error(at, key.clone(), format!("provider id `{id}` may hold only letters, digits, `-`, `_` and `.`"));
+                self.error(
+                    at,
+                    key.clone(),
+                    format!("provider id `{id}` may hold only letters, digits, `-`, `_` and `.`"),
+                );
             }
             let url = match Url::parse(&p.url.value) {
                 Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Some(u),
                 Ok(u) => {
-                    self.error(&p.url.referenced, format!("{key}.url"), format!("`{}` must be an http or https URL with a host (got scheme `{}`)", p.url.value, u.scheme()));
+                    self.error(
+                        &p.url.referenced,
+                        format!("{key}.url"),
+                        format!(
+                            "`{}` must be an http or https URL with a host (got scheme `{}`)",
+                            p.url.value,
+                            u.scheme()
+                        ),
+                    );
                     None
                 }
                 Err(e) => {
@@ -238,31 +250,63 @@ impl Validator<'_> {
                 }
             };
             if !raw.credentials.contains_key(&p.credential.value) {
-                self.error(&p.credential.referenced, format!("{key}.credential"), format!("credential `{}` is not defined under `credentials` (defined: {})", p.credential.value, list(&credential_ids)));
+                self.error(
+                    &p.credential.referenced,
+                    format!("{key}.credential"),
+                    format!(
+                        "credential `{}` is not defined under `credentials` (defined: {})",
+                        p.credential.value,
+                        list(&credential_ids)
+                    ),
+                );
             }
             for consumer in &p.allowed_consumers {
                 if !raw.clients.contains_key(&consumer.value) {
-                    self.error(&consumer.referenced, format!("{key}.allowed_consumers"), format!("`{}` is not a client of this scenario (clients: {})", consumer.value, list(&client_ids)));
+                    self.error(
+                        &consumer.referenced,
+                        format!("{key}.allowed_consumers"),
+                        format!(
+                            "`{}` is not a client of this scenario (clients: {})",
+                            consumer.value,
+                            list(&client_ids)
+                        ),
+                    );
                 }
             }
             self.check_tools(&key, p);
-            if let Some(hash) = &p.tools.value.schema_sha256 {
-                if hash.value.len() != 64 || !hash.value.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    self.error(&hash.referenced, format!("{key}.tools.schema_sha256"), format!("`{}` is not a hex sha256 (64 hex digits)", hash.value));
-                }
+            if let Some(hash) = &p.tools.value.schema_sha256
+                && (hash.value.len() != 64 || !hash.value.bytes().all(|b| b.is_ascii_hexdigit()))
+            {
+                self.error(
+                    &hash.referenced,
+                    format!("{key}.tools.schema_sha256"),
+                    format!("`{}` is not a hex sha256 (64 hex digits)", hash.value),
+                );
             }
             if let Some(read) = &p.read {
                 if !p.tools.value.allowlist.contains(&read.value.tool) {
-                    self.error(&read.referenced, format!("{key}.read.tool"), format!("read tool `{}` is not in the allowlist ({})", read.value.tool, p.tools.value.allowlist.join(", ")));
+                    self.error(
+                        &read.referenced,
+                        format!("{key}.read.tool"),
+                        format!(
+                            "read tool `{}` is not in the allowlist ({})",
+                            read.value.tool,
+                            p.tools.value.allowlist.join(", ")
+                        ),
+                    );
                 }
                 if !read.value.arguments.is_object() {
                     self.error(&read.referenced, format!("{key}.read.arguments"), "arguments must be a mapping".into());
                 }
             }
-            if let Some(sidecar) = &p.sidecar {
-                if sidecar.value.networks.is_empty() {
-                    self.error(&sidecar.referenced, format!("{key}.sidecar.networks"), "a sidecar must declare at least its provider's network".into());
-                }
+            if let Some(sidecar) = &p.sidecar
+                && sidecar.value.networks.is_empty()
+            {
+                self.error(
+                    &sidecar.referenced,
+                    format!("{key}.sidecar.networks"),
+                    "a sidecar must declare at least its provider's network".into(),
+                );
             }
             if let Some(url) = url {
                 providers.push(Provider {
@@ -296,14 +340,30 @@ impl Validator<'_> {
         for (id, spanned) in &raw.clients {
             let key = format!("clients.{id}");
             if !is_valid_id(id) {
-                self.error(&spanned.referenced, key.clone(), format!("client id `{id}` may hold only letters, digits, `-`, `_` and `.`"));
+                self.error(
+                    &spanned.referenced,
+                    key.clone(),
+                    format!("client id `{id}` may hold only letters, digits, `-`, `_` and `.`"),
+                );
             }
             for (provider, credential) in &spanned.value.credentials {
                 if !raw.providers.contains_key(provider) {
-                    self.error(&credential.referenced, format!("{key}.credentials.{provider}"), format!("`{provider}` is not a provider of this scenario (providers: {})", list(&provider_ids)));
+                    self.error(
+                        &credential.referenced,
+                        format!("{key}.credentials.{provider}"),
+                        format!("`{provider}` is not a provider of this scenario (providers: {})", list(&provider_ids)),
+                    );
                 }
                 if !raw.credentials.contains_key(&credential.value) {
-                    self.error(&credential.referenced, format!("{key}.credentials.{provider}"), format!("credential `{}` is not defined under `credentials` (defined: {})", credential.value, list(&credential_ids)));
+                    self.error(
+                        &credential.referenced,
+                        format!("{key}.credentials.{provider}"),
+                        format!(
+                            "credential `{}` is not defined under `credentials` (defined: {})",
+                            credential.value,
+                            list(&credential_ids)
+                        ),
+                    );
                 }
             }
             clients.push(Client {
@@ -324,7 +384,15 @@ impl Validator<'_> {
         }
 
         if self.errors.is_empty() {
-            Ok(Scenario { name: raw.name, project: raw.project, file: self.file.to_path_buf(), providers, clients, credentials, foreign_credentials: Vec::new() })
+            Ok(Scenario {
+                name: raw.name,
+                project: raw.project,
+                file: self.file.to_path_buf(),
+                providers,
+                clients,
+                credentials,
+                foreign_credentials: Vec::new(),
+            })
         } else {
             Err(ConfigErrors(self.errors))
         }
@@ -334,7 +402,11 @@ impl Validator<'_> {
         let mut seen = Vec::new();
         for tool in &p.tools.value.allowlist {
             if seen.contains(&tool) {
-                self.error(&p.tools.referenced, format!("{key}.tools.allowlist"), format!("tool `{tool}` is listed twice"));
+                self.error(
+                    &p.tools.referenced,
+                    format!("{key}.tools.allowlist"),
+                    format!("tool `{tool}` is listed twice"),
+                );
             }
             seen.push(tool);
             if p.tools.value.mutating.contains(tool) && !p.tools.value.mutating_enabled {
@@ -345,15 +417,24 @@ impl Validator<'_> {
 
     fn read_credential(&self, reference: &CredentialRef) -> Result<String, String> {
         let value = match reference {
-            CredentialRef::Env(var) => std::env::var(var).map_err(|_| format!("environment variable `{var}` is not set"))?,
+            CredentialRef::Env(var) => {
+                std::env::var(var).map_err(|_| format!("environment variable `{var}` is not set"))?
+            }
             CredentialRef::File(path) => {
-                let path = if path.is_absolute() { path.clone() } else { self.file.parent().unwrap_or(Path::new(".")).join(path) };
-                std::fs::read_to_string(&path).map_err(|e| format!("cannot read credential file `{}`: {e}", path.display()))?
+                let path = if path.is_absolute() {
+                    path.clone()
+                } else {
+                    self.file.parent().unwrap_or(Path::new(".")).join(path)
+                };
+                std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read credential file `{}`: {e}", path.display()))?
             }
         };
         let value = value.trim().to_string();
         if value.len() < MIN_SECRET_LEN {
-            return Err(format!("the credential is shorter than {MIN_SECRET_LEN} characters, too short to be a real secret (and to be redacted safely)"));
+            return Err(format!(
+                "the credential is shorter than {MIN_SECRET_LEN} characters, too short to be a real secret (and to be redacted safely)"
+            ));
         }
         Ok(value)
     }

@@ -135,7 +135,12 @@ pub struct Outputs {
 
 impl Default for Outputs {
     fn default() -> Self {
-        Self { dir: PathBuf::from("results"), junit: "junit.xml".into(), json: "report.json".into(), markdown: "summary.md".into() }
+        Self {
+            dir: PathBuf::from("results"),
+            junit: "junit.xml".into(),
+            json: "report.json".into(),
+            markdown: "summary.md".into(),
+        }
     }
 }
 
@@ -168,15 +173,30 @@ impl Suite {
         let mut families = Vec::new();
         for (i, family) in raw.families.iter().enumerate() {
             if !family.value.supported_in(mode) {
-                errors.push(ConfigError::at(path, &family.referenced, format!("families[{i}]"), format!("family `{}` cannot run in {mode:?} mode in this version of cordon", family.value.as_str())));
+                errors.push(ConfigError::at(
+                    path,
+                    &family.referenced,
+                    format!("families[{i}]"),
+                    format!("family `{}` cannot run in {mode:?} mode in this version of cordon", family.value.as_str()),
+                ));
             } else if families.contains(&family.value) {
-                errors.push(ConfigError::at(path, &family.referenced, format!("families[{i}]"), format!("family `{}` is listed twice", family.value.as_str())));
+                errors.push(ConfigError::at(
+                    path,
+                    &family.referenced,
+                    format!("families[{i}]"),
+                    format!("family `{}` is listed twice", family.value.as_str()),
+                ));
             } else {
                 families.push(family.value);
             }
         }
         if raw.families.is_empty() {
-            errors.push(ConfigError::at(path, &raw.mode.referenced, "families", "no check family is listed: the suite would prove nothing"));
+            errors.push(ConfigError::at(
+                path,
+                &raw.mode.referenced,
+                "families",
+                "no check family is listed: the suite would prove nothing",
+            ));
         }
         let concurrency = match &raw.concurrency {
             Some(c) if c.value == 0 => {
@@ -190,10 +210,20 @@ impl Suite {
         for (i, kf) in raw.known_failures.iter().enumerate() {
             let key = format!("known_failures[{i}]");
             if kf.value.reason.trim().is_empty() {
-                errors.push(ConfigError::at(path, &kf.referenced, format!("{key}.reason"), "a known failure needs a reason"));
+                errors.push(ConfigError::at(
+                    path,
+                    &kf.referenced,
+                    format!("{key}.reason"),
+                    "a known failure needs a reason",
+                ));
             }
             if known_failures.iter().any(|k| k.check == kf.value.check) {
-                errors.push(ConfigError::at(path, &kf.referenced, format!("{key}.check"), format!("`{}` is listed twice", kf.value.check)));
+                errors.push(ConfigError::at(
+                    path,
+                    &kf.referenced,
+                    format!("{key}.check"),
+                    format!("`{}` is listed twice", kf.value.check),
+                ));
             }
             known_failures.push(KnownFailure {
                 check: kf.value.check.clone(),

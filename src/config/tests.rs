@@ -73,14 +73,39 @@ fn good_scenario_loads_and_registers_secrets() {
 }
 
 #[rstest]
-#[case::unknown_key("    credential: alpha-token\n", "    credential: alpha-token\n    colour: blue\n", "unknown field `colour`", "9:5: : unknown field")]
-#[case::dangling_consumer("allowed_consumers: [webui]", "allowed_consumers: [webui, flowise]", "`flowise` is not a client", "9:")]
-#[case::dangling_credential("    credential: beta-token", "    credential: gamma-token", "providers.beta.credential: credential `gamma-token` is not defined", "19:17:")]
-#[case::duplicate_id("clients:\n", "  alpha:\n    url: http://127.0.0.1:3/mcp\n    credential: alpha-token\n    tools: { allowlist: [a] }\nclients:\n", "`alpha` is defined twice", "")]
+#[case::unknown_key(
+    "    credential: alpha-token\n",
+    "    credential: alpha-token\n    colour: blue\n",
+    "unknown field `colour`",
+    "9:5: : unknown field"
+)]
+#[case::dangling_consumer(
+    "allowed_consumers: [webui]",
+    "allowed_consumers: [webui, flowise]",
+    "`flowise` is not a client",
+    "9:"
+)]
+#[case::dangling_credential(
+    "    credential: beta-token",
+    "    credential: gamma-token",
+    "providers.beta.credential: credential `gamma-token` is not defined",
+    "19:17:"
+)]
+#[case::duplicate_id(
+    "clients:\n",
+    "  alpha:\n    url: http://127.0.0.1:3/mcp\n    credential: alpha-token\n    tools: { allowlist: [a] }\nclients:\n",
+    "`alpha` is defined twice",
+    ""
+)]
 #[case::read_not_allowed("      tool: add", "      tool: multiply", "providers.alpha.read.tool", "")]
 #[case::bad_url("http://127.0.0.1:2/sse", "ftp://127.0.0.1:2/sse", "providers.beta.url", "")]
 #[case::unreadable_credential("beta.token", "missing.token", "credentials.beta-token: cannot read credential file", "")]
-fn scenario_errors_point_at_the_key(#[case] from: &str, #[case] to: &str, #[case] expected: &str, #[case] line_prefix: &str) {
+fn scenario_errors_point_at_the_key(
+    #[case] from: &str,
+    #[case] to: &str,
+    #[case] expected: &str,
+    #[case] line_prefix: &str,
+) {
     assert!(GOOD_SCENARIO.contains(from), "test setup: {from:?} not in the scenario");
     let errors = scenario_errors(&GOOD_SCENARIO.replacen(from, to, 1));
     let hit = errors.iter().find(|e| e.contains(expected));
@@ -102,7 +127,10 @@ fn short_credentials_are_rejected() {
 fn unset_env_credential_names_the_variable() {
     let text = GOOD_SCENARIO.replace("{ file: alpha.token }", "{ env: CORDON_TEST_SURELY_UNSET_VAR }");
     let errors = scenario_errors(&text);
-    assert!(errors.iter().any(|e| e.starts_with("3:") && e.contains("`CORDON_TEST_SURELY_UNSET_VAR` is not set")), "{errors:#?}");
+    assert!(
+        errors.iter().any(|e| e.starts_with("3:") && e.contains("`CORDON_TEST_SURELY_UNSET_VAR` is not set")),
+        "{errors:#?}"
+    );
 }
 
 fn suite_errors(text: &str) -> String {
@@ -125,7 +153,10 @@ fn good_suite_loads() {
 #[case("mode: host\nfamilies: [contract]\nconcurency: 3\n", "unknown field `concurency`")]
 #[case("mode: host\nfamilies: [route]\n", "families[0]: family `route` cannot run in Host mode")]
 #[case("mode: host\nfamilies: [contract]\ntimeouts: { read: 3 days }\n", "unknown duration unit")]
-#[case("mode: host\nfamilies: [contract]\nknown_failures:\n  - { check: x, reason: '' }\n", "known_failures[0].reason: a known failure needs a reason")]
+#[case(
+    "mode: host\nfamilies: [contract]\nknown_failures:\n  - { check: x, reason: '' }\n",
+    "known_failures[0].reason: a known failure needs a reason"
+)]
 #[case("mode: lan\nfamilies: [contract]\n", "lan")]
 fn suite_errors_point_at_the_key(#[case] text: &str, #[case] expected: &str) {
     let err = suite_errors(text);

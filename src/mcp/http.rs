@@ -14,17 +14,11 @@ pub(crate) const EXCERPT_CHARS: usize = 300;
 /// Enough bytes for 300 characters of up to 4-byte UTF-8.
 const EXCERPT_BYTES: usize = EXCERPT_CHARS * 4;
 
-pub(crate) fn build_client(
-    endpoint: &Endpoint,
-    limits: &Limits,
-) -> Result<reqwest::Client, McpError> {
+pub(crate) fn build_client(endpoint: &Endpoint, limits: &Limits) -> Result<reqwest::Client, McpError> {
     let mut headers = HeaderMap::new();
     // No compression feature is compiled in; saying so keeps servers from compressing
     // anyway, so the size cap counts the bytes the server really sent.
-    headers.insert(
-        header::ACCEPT_ENCODING,
-        HeaderValue::from_static("identity"),
-    );
+    headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
     let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
@@ -35,9 +29,7 @@ pub(crate) fn build_client(
     if let (Some(pin), Some(host)) = (endpoint.pin, endpoint.url.domain()) {
         builder = builder.resolve(host, pin);
     }
-    builder.build().map_err(|e| McpError::Protocol {
-        detail: format!("cannot build the http client: {}", chain(&e)),
-    })
+    builder.build().map_err(|e| McpError::Protocol { detail: format!("cannot build the http client: {}", chain(&e)) })
 }
 
 /// The headers a verdict is built from.
@@ -52,11 +44,7 @@ pub(crate) struct Head {
 
 impl Head {
     pub fn of(resp: &reqwest::Response) -> Self {
-        let get = |name: &str| {
-            resp.headers()
-                .get(name)
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        };
+        let get = |name: &str| resp.headers().get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         Self {
             status: resp.status().as_u16(),
             content_type: get("content-type"),
@@ -68,13 +56,7 @@ impl Head {
 
     /// The media type without parameters, lowercased.
     pub fn media_type(&self) -> Option<String> {
-        self.content_type.as_deref().map(|ct| {
-            ct.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
+        self.content_type.as_deref().map(|ct| ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
     }
 
     pub fn is_sse(&self) -> bool {
@@ -82,8 +64,7 @@ impl Head {
     }
 
     pub fn is_json(&self) -> bool {
-        self.media_type()
-            .is_some_and(|m| m == "application/json" || m.ends_with("+json"))
+        self.media_type().is_some_and(|m| m == "application/json" || m.ends_with("+json"))
     }
 }
 
@@ -103,31 +84,18 @@ pub(crate) fn chain(e: &dyn std::error::Error) -> String {
 }
 
 /// Maps a transport error. `phase` names what was awaited when it was not the connect.
-pub(crate) fn map_err(
-    e: reqwest::Error,
-    url: &str,
-    phase: &'static str,
-    limits: &Limits,
-) -> McpError {
+pub(crate) fn map_err(e: reqwest::Error, url: &str, phase: &'static str, limits: &Limits) -> McpError {
     let url = url.to_string();
     if e.is_timeout() {
-        let (phase, after) = if e.is_connect() {
-            ("connect", limits.connect_timeout)
-        } else {
-            (phase, limits.read_timeout)
-        };
+        let (phase, after) =
+            if e.is_connect() { ("connect", limits.connect_timeout) } else { (phase, limits.read_timeout) };
         return McpError::Timeout { url, phase, after };
     }
     if e.is_builder() {
-        return McpError::Protocol {
-            detail: format!("cannot build a request to {url}: {}", chain(&e)),
-        };
+        return McpError::Protocol { detail: format!("cannot build a request to {url}: {}", chain(&e)) };
     }
     // Refused, reset, closed before a status line, DNS: all "nothing answered properly yet".
-    McpError::Connect {
-        url,
-        detail: chain(&e),
-    }
+    McpError::Connect { url, detail: chain(&e) }
 }
 
 pub(crate) async fn send(
@@ -135,35 +103,19 @@ pub(crate) async fn send(
     url: &str,
     limits: &Limits,
 ) -> Result<reqwest::Response, McpError> {
-    req.send()
-        .await
-        .map_err(|e| map_err(e, url, "response headers", limits))
+    req.send().await.map_err(|e| map_err(e, url, "response headers", limits))
 }
 
 /// Reads a whole body, failing as soon as it passes `limits.max_response_bytes`.
-pub(crate) async fn read_body(
-    resp: &mut reqwest::Response,
-    url: &str,
-    limits: &Limits,
-) -> Result<Vec<u8>, McpError> {
+pub(crate) async fn read_body(resp: &mut reqwest::Response, url: &str, limits: &Limits) -> Result<Vec<u8>, McpError> {
     let limit = limits.max_response_bytes;
     if resp.content_length().is_some_and(|n| n > limit) {
-        return Err(McpError::SizeCap {
-            url: url.to_string(),
-            limit,
-        });
+        return Err(McpError::SizeCap { url: url.to_string(), limit });
     }
     let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| map_err(e, url, "response body", limits))?
-    {
+    while let Some(chunk) = resp.chunk().await.map_err(|e| map_err(e, url, "response body", limits))? {
         if body.len() as u64 + chunk.len() as u64 > limit {
-            return Err(McpError::SizeCap {
-                url: url.to_string(),
-                limit,
-            });
+            return Err(McpError::SizeCap { url: url.to_string(), limit });
         }
         body.extend_from_slice(&chunk);
     }
@@ -173,11 +125,7 @@ pub(crate) async fn read_body(
 /// Like [`read_body`] but stops quietly at `limit` bytes, at `deadline`, or at a transport
 /// error: for bodies that are only quoted as evidence, where the status already says
 /// what happened.
-pub(crate) async fn read_body_prefix(
-    resp: &mut reqwest::Response,
-    limit: u64,
-    deadline: Instant,
-) -> Vec<u8> {
+pub(crate) async fn read_body_prefix(resp: &mut reqwest::Response, limit: u64, deadline: Instant) -> Vec<u8> {
     let mut body = Vec::new();
     while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, resp.chunk()).await {
         let room = limit.saturating_sub(body.len() as u64) as usize;
@@ -190,10 +138,7 @@ pub(crate) async fn read_body_prefix(
 }
 
 pub(crate) fn excerpt(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(&bytes[..bytes.len().min(EXCERPT_BYTES)])
-        .chars()
-        .take(EXCERPT_CHARS)
-        .collect()
+    String::from_utf8_lossy(&bytes[..bytes.len().min(EXCERPT_BYTES)]).chars().take(EXCERPT_CHARS).collect()
 }
 
 /// An SSE response body read event by event under the size cap and a wall-clock
@@ -251,15 +196,11 @@ impl SseStream {
             let Some(chunk) = chunk else { return Ok(None) };
             self.read += chunk.len() as u64;
             if self.read > self.limits.max_response_bytes {
-                return Err(McpError::SizeCap {
-                    url: self.url.clone(),
-                    limit: self.limits.max_response_bytes,
-                });
+                return Err(McpError::SizeCap { url: self.url.clone(), limit: self.limits.max_response_bytes });
             }
             if self.head_bytes.len() < EXCERPT_BYTES {
                 let room = EXCERPT_BYTES - self.head_bytes.len();
-                self.head_bytes
-                    .extend_from_slice(&chunk[..chunk.len().min(room)]);
+                self.head_bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
             }
             self.queue.extend(self.parser.feed(&chunk));
         }

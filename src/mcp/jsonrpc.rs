@@ -15,11 +15,7 @@ pub(crate) fn notification(method: &str, params: Value) -> Value {
 /// Why the reply to our request is not a result.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum ReplyError {
-    Rpc {
-        code: i64,
-        message: String,
-        data: Option<Value>,
-    },
+    Rpc { code: i64, message: String, data: Option<Value> },
     Malformed(String),
 }
 
@@ -72,9 +68,7 @@ pub(crate) fn match_reply(msg: &Value, id: u64) -> Option<Result<Value, ReplyErr
                 message: message.unwrap_or("").to_string(),
                 data: err.get("data").cloned(),
             }),
-            (None, _) => Err(ReplyError::Malformed(format!(
-                "error object without an integer code: {err}"
-            ))),
+            (None, _) => Err(ReplyError::Malformed(format!("error object without an integer code: {err}"))),
         });
     }
     Some(Ok(m.get("result").cloned().unwrap_or(Value::Null)))
@@ -118,34 +112,21 @@ mod tests {
 
     #[test]
     fn null_id_error_is_ours() {
-        let msg =
-            json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}});
-        assert!(matches!(
-            match_reply(&msg, 9),
-            Some(Err(ReplyError::Rpc { code: -32700, .. }))
-        ));
+        let msg = json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}});
+        assert!(matches!(match_reply(&msg, 9), Some(Err(ReplyError::Rpc { code: -32700, .. }))));
     }
 
     #[test]
     fn error_without_code_is_malformed() {
         let msg = json!({"jsonrpc":"2.0","id":1,"error":{"message":"nope"}});
-        assert!(matches!(
-            match_reply(&msg, 1),
-            Some(Err(ReplyError::Malformed(_)))
-        ));
+        assert!(matches!(match_reply(&msg, 1), Some(Err(ReplyError::Malformed(_)))));
     }
 
     #[test]
     fn reply_id_ignores_requests_and_notifications() {
-        assert_eq!(
-            reply_id(&json!({"jsonrpc":"2.0","id":5,"method":"ping"})),
-            None
-        );
+        assert_eq!(reply_id(&json!({"jsonrpc":"2.0","id":5,"method":"ping"})), None);
         assert_eq!(reply_id(&json!({"jsonrpc":"2.0","method":"n"})), None);
-        assert_eq!(
-            reply_id(&json!({"jsonrpc":"2.0","id":5,"result":{}})),
-            Some(5)
-        );
+        assert_eq!(reply_id(&json!({"jsonrpc":"2.0","id":5,"result":{}})), Some(5));
     }
 
     #[test]
@@ -154,11 +135,7 @@ mod tests {
             request(1, "tools/list", json!({})),
             json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}})
         );
-        assert!(
-            notification("notifications/initialized", json!({}))
-                .get("id")
-                .is_none()
-        );
+        assert!(notification("notifications/initialized", json!({})).get("id").is_none());
         assert!(is_jsonrpc(&json!({"jsonrpc":"2.0","id":1,"result":{}})));
         assert!(!is_jsonrpc(&json!({"error":"unauthenticated"})));
     }

@@ -53,11 +53,7 @@ impl Router {
     }
 
     fn forget(&self, id: u64) {
-        self.state
-            .lock()
-            .expect("router lock poisoned")
-            .waiters
-            .remove(&id);
+        self.state.lock().expect("router lock poisoned").waiters.remove(&id);
     }
 
     fn route(&self, msg: Value) {
@@ -83,33 +79,27 @@ impl Router {
 
     fn ended(&self) -> McpError {
         let state = self.state.lock().expect("router lock poisoned");
-        state.ended.clone().unwrap_or_else(|| McpError::Protocol {
-            detail: "legacy sse stream ended".into(),
-        })
+        state.ended.clone().unwrap_or_else(|| McpError::Protocol { detail: "legacy sse stream ended".into() })
     }
 }
 
 async fn read_stream(mut stream: SseStream, router: Arc<Router>, url: String) {
     let why = loop {
         match stream.next().await {
-            Ok(Some(ev)) if ev.event == "message" => {
-                match serde_json::from_str::<Value>(&ev.data) {
-                    Ok(msg) => router.route(msg),
-                    Err(_) => {
-                        break McpError::Protocol {
-                            detail: format!(
-                                "legacy sse stream {url} sent a message event that is not json: {}",
-                                http::excerpt(ev.data.as_bytes())
-                            ),
-                        };
-                    }
+            Ok(Some(ev)) if ev.event == "message" => match serde_json::from_str::<Value>(&ev.data) {
+                Ok(msg) => router.route(msg),
+                Err(_) => {
+                    break McpError::Protocol {
+                        detail: format!(
+                            "legacy sse stream {url} sent a message event that is not json: {}",
+                            http::excerpt(ev.data.as_bytes())
+                        ),
+                    };
                 }
-            }
+            },
             Ok(Some(_)) => {}
             Ok(None) => {
-                break McpError::Protocol {
-                    detail: format!("legacy sse stream {url} was closed by the server"),
-                };
+                break McpError::Protocol { detail: format!("legacy sse stream {url} was closed by the server") };
             }
             Err(e) => break e,
         }
@@ -118,10 +108,7 @@ async fn read_stream(mut stream: SseStream, router: Arc<Router>, url: String) {
 }
 
 pub(crate) fn sse_get(client: &McpClient) -> reqwest::RequestBuilder {
-    let mut req = client
-        .http
-        .get(client.endpoint.url.clone())
-        .header(header::ACCEPT, "text/event-stream");
+    let mut req = client.http.get(client.endpoint.url.clone()).header(header::ACCEPT, "text/event-stream");
     if let Some(bearer) = &client.bearer {
         req = req.bearer_auth(bearer.expose());
     }
@@ -132,10 +119,7 @@ pub(crate) fn sse_get(client: &McpClient) -> reqwest::RequestBuilder {
 /// POST, and a server must not be able to send it elsewhere.
 fn message_url(sse_url: &Url, data: &str) -> Result<Url, McpError> {
     let url = sse_url.join(data.trim()).map_err(|e| McpError::Protocol {
-        detail: format!(
-            "legacy sse stream {sse_url} announced an invalid endpoint {:?}: {e}",
-            data.trim()
-        ),
+        detail: format!("legacy sse stream {sse_url} announced an invalid endpoint {:?}: {e}", data.trim()),
     })?;
     if url.origin() != sse_url.origin() {
         return Err(McpError::Protocol {
@@ -178,41 +162,18 @@ pub(crate) async fn connect(client: &McpClient) -> Result<Session, McpError> {
     let message_url = message_url(url, &endpoint)?;
     let router = Arc::new(Router::default());
     let task = tokio::spawn(read_stream(stream, router.clone(), url.to_string()));
-    let legacy = LegacyStream {
-        message_url: message_url.clone(),
-        router,
-        task,
-    };
+    let legacy = LegacyStream { message_url: message_url.clone(), router, task };
 
-    let result = request(
-        client,
-        &legacy,
-        "initialize",
-        streamable::initialize_params(),
-    )
-    .await?;
-    let Some(version) = result
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-    else {
+    let result = request(client, &legacy, "initialize", streamable::initialize_params()).await?;
+    let Some(version) = result.get("protocolVersion").and_then(Value::as_str).map(str::to_string) else {
         return Err(McpError::Protocol {
             detail: format!("initialize at {message_url}: the result has no protocolVersion"),
         });
     };
-    streamable::post_notification(
-        client,
-        &message_url,
-        "notifications/initialized",
-        Headers::new(),
-    )
-    .await?;
+    streamable::post_notification(client, &message_url, "notifications/initialized", Headers::new()).await?;
     Ok(Session {
         era: Era::LegacySse,
-        server_name: result
-            .pointer("/serverInfo/name")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        server_name: result.pointer("/serverInfo/name").and_then(Value::as_str).map(str::to_string),
         session_id_present: true,
         message_url: Some(message_url),
         session_id: None,
@@ -244,12 +205,8 @@ async fn post_and_wait(
 ) -> Result<Value, McpError> {
     let url = &stream.message_url;
     let body = jsonrpc::request(id, method, params);
-    let mut resp = http::send(
-        streamable::post(client, url, &body, &Headers::new()),
-        url.as_str(),
-        &client.limits,
-    )
-    .await?;
+    let mut resp =
+        http::send(streamable::post(client, url, &body, &Headers::new()), url.as_str(), &client.limits).await?;
     let head = Head::of(&resp);
     streamable::reject_non_success(client, &mut resp, &head, method, url).await?;
     // The spec says 202 and the reply on the stream; a server that answers in the POST
@@ -274,9 +231,9 @@ async fn post_and_wait(
     };
     match jsonrpc::match_reply(&msg, id) {
         Some(reply) => reply.map_err(|e| streamable::reply_error(method, e)),
-        None => Err(McpError::Protocol {
-            detail: format!("{method}: routed a message that is not the reply to id {id}"),
-        }),
+        None => {
+            Err(McpError::Protocol { detail: format!("{method}: routed a message that is not the reply to id {id}") })
+        }
     }
 }
 
@@ -289,28 +246,17 @@ mod tests {
     fn endpoint_is_resolved_against_the_sse_url() {
         let sse = Url::parse("http://p:8000/sse").unwrap();
         assert_eq!(
-            message_url(&sse, "/messages/?session_id=ab\n")
-                .unwrap()
-                .as_str(),
+            message_url(&sse, "/messages/?session_id=ab\n").unwrap().as_str(),
             "http://p:8000/messages/?session_id=ab"
         );
-        assert_eq!(
-            message_url(&sse, "messages?s=1").unwrap().as_str(),
-            "http://p:8000/messages?s=1"
-        );
+        assert_eq!(message_url(&sse, "messages?s=1").unwrap().as_str(), "http://p:8000/messages?s=1");
     }
 
     #[test]
     fn endpoint_on_another_origin_is_refused() {
         let sse = Url::parse("http://p:8000/sse").unwrap();
-        assert!(matches!(
-            message_url(&sse, "http://evil:8000/m"),
-            Err(McpError::Protocol { .. })
-        ));
-        assert!(matches!(
-            message_url(&sse, "http://p:9000/m"),
-            Err(McpError::Protocol { .. })
-        ));
+        assert!(matches!(message_url(&sse, "http://evil:8000/m"), Err(McpError::Protocol { .. })));
+        assert!(matches!(message_url(&sse, "http://p:9000/m"), Err(McpError::Protocol { .. })));
     }
 
     #[tokio::test]
@@ -321,9 +267,7 @@ mod tests {
         router.route(json!({"jsonrpc":"2.0","method":"notifications/message","params":{}}));
         router.route(json!({"jsonrpc":"2.0","id":2,"result":{"two":true}}));
         assert_eq!(rx2.await.unwrap()["result"]["two"], true);
-        router.end(McpError::Protocol {
-            detail: "gone".into(),
-        });
+        router.end(McpError::Protocol { detail: "gone".into() });
         assert!(rx1.await.is_err());
         assert!(matches!(router.register(3), Err(McpError::Protocol { .. })));
     }

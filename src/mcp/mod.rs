@@ -114,10 +114,7 @@ impl fmt::Debug for Session {
             .field("era", &self.era)
             .field("server_name", &self.server_name)
             .field("session_id_present", &self.session_id_present)
-            .field(
-                "message_url",
-                &self.message_url.as_ref().map(url::Url::as_str),
-            )
+            .field("message_url", &self.message_url.as_ref().map(url::Url::as_str))
             .field("protocol_version", &self.protocol_version)
             .finish_non_exhaustive()
     }
@@ -192,11 +189,7 @@ pub enum McpError {
     #[error("cannot connect to {url}: {detail}")]
     Connect { url: String, detail: String },
     #[error("timed out waiting for {phase} from {url} after {after:?}")]
-    Timeout {
-        url: String,
-        phase: &'static str,
-        after: Duration,
-    },
+    Timeout { url: String, phase: &'static str, after: Duration },
     #[error(
         "{entry} at {url} got {} (content-type {}, www-authenticate {}): {body_excerpt}",
         status_text(*status), opt(content_type), opt(www_authenticate)
@@ -213,29 +206,14 @@ pub enum McpError {
         "{entry} got {} redirect to {} from {url} (a redirect is not a refusal of the MCP protocol; cordon never follows redirects)",
         status_text(*status), opt(location)
     )]
-    Redirect {
-        entry: String,
-        url: String,
-        status: u16,
-        location: Option<String>,
-    },
+    Redirect { entry: String, url: String, status: u16, location: Option<String> },
     #[error(
         "{entry} at {url} got {} with content-type {}, not an mcp reply: {body_excerpt}",
         status_text(*status), opt(content_type)
     )]
-    NotMcp {
-        entry: String,
-        url: String,
-        status: u16,
-        content_type: Option<String>,
-        body_excerpt: String,
-    },
+    NotMcp { entry: String, url: String, status: u16, content_type: Option<String>, body_excerpt: String },
     #[error("{method} returned json-rpc error {code}: {message}")]
-    JsonRpc {
-        method: String,
-        code: i64,
-        message: String,
-    },
+    JsonRpc { method: String, code: i64, message: String },
     #[error("response from {url} exceeded the size cap of {limit} bytes")]
     SizeCap { url: String, limit: u64 },
     #[error("sse stream from {url} exceeded the duration cap of {limit:?}")]
@@ -253,9 +231,7 @@ fn opt(v: &Option<String>) -> &str {
 }
 
 fn status_text(status: u16) -> String {
-    let reason = reqwest::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason());
+    let reason = reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason());
     match reason {
         Some(r) => format!("{status} {r}"),
         None => status.to_string(),
@@ -271,21 +247,11 @@ impl McpError {
     pub fn is_not_ready(&self) -> bool {
         match self {
             McpError::Connect { .. } | McpError::Timeout { .. } => true,
-            McpError::Http {
-                status: 500 | 503 | 504,
-                ..
-            } => true,
-            McpError::Http {
-                status: 502,
-                body_excerpt,
-                ..
-            } => {
+            McpError::Http { status: 500 | 503 | 504, .. } => true,
+            McpError::Http { status: 502, body_excerpt, .. } => {
                 let upstream = serde_json::from_str::<Value>(body_excerpt)
                     .ok()
-                    .and_then(|v| {
-                        v.pointer("/error/data/upstream_status")
-                            .and_then(Value::as_u64)
-                    });
+                    .and_then(|v| v.pointer("/error/data/upstream_status").and_then(Value::as_u64));
                 !matches!(upstream, Some(1..=499))
             }
             _ => false,
@@ -294,19 +260,9 @@ impl McpError {
 }
 
 impl McpClient {
-    pub fn new(
-        endpoint: Endpoint,
-        bearer: Option<Secret>,
-        limits: Limits,
-    ) -> Result<Self, McpError> {
+    pub fn new(endpoint: Endpoint, bearer: Option<Secret>, limits: Limits) -> Result<Self, McpError> {
         let http = http::build_client(&endpoint, &limits)?;
-        Ok(Self {
-            endpoint,
-            bearer,
-            limits,
-            http,
-            next_id: AtomicU64::new(1),
-        })
+        Ok(Self { endpoint, bearer, limits, http, next_id: AtomicU64::new(1) })
     }
 
     pub fn endpoint(&self) -> &Endpoint {
@@ -345,19 +301,9 @@ impl McpClient {
         .await
     }
 
-    pub async fn call_tool(
-        &self,
-        session: &Session,
-        name: &str,
-        arguments: Value,
-    ) -> Result<ToolResult, McpError> {
-        let result = self
-            .request(
-                session,
-                "tools/call",
-                serde_json::json!({ "name": name, "arguments": arguments }),
-            )
-            .await?;
+    pub async fn call_tool(&self, session: &Session, name: &str, arguments: Value) -> Result<ToolResult, McpError> {
+        let result =
+            self.request(session, "tools/call", serde_json::json!({ "name": name, "arguments": arguments })).await?;
         tools::parse_tool_result(result)
     }
 
@@ -376,21 +322,12 @@ impl McpClient {
     /// `post_url`: the message endpoint of another client's live session). Transport
     /// errors before a status line (connect, timeout) are errors; anything after the
     /// status line is reported, not judged.
-    pub async fn raw_exchange(
-        &self,
-        entry: EntryPoint,
-        post_url: Option<&url::Url>,
-    ) -> Result<RawAnswer, McpError> {
+    pub async fn raw_exchange(&self, entry: EntryPoint, post_url: Option<&url::Url>) -> Result<RawAnswer, McpError> {
         raw::exchange(self, entry, post_url).await
     }
 
     /// Sends one request in the session's era and returns its `result`.
-    async fn request(
-        &self,
-        session: &Session,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, McpError> {
+    async fn request(&self, session: &Session, method: &str, params: Value) -> Result<Value, McpError> {
         match &session.legacy {
             Some(stream) => legacy::request(self, stream, method, params).await,
             None => streamable::request(self, session, method, params).await,

@@ -20,38 +20,19 @@ pub(crate) async fn exchange(
     let (method, url, req) = match entry {
         EntryPoint::SseGet => ("GET", endpoint_url, super::legacy::sse_get(client)),
         EntryPoint::Initialize | EntryPoint::MessagePost => {
-            if entry == EntryPoint::MessagePost
-                && client.endpoint.transport == Transport::Sse
-                && post_url.is_none()
-            {
+            if entry == EntryPoint::MessagePost && client.endpoint.transport == Transport::Sse && post_url.is_none() {
                 return Err(McpError::Protocol {
                     detail: "a legacy message POST needs the message endpoint of another client's live session".into(),
                 });
             }
-            let body = jsonrpc::request(
-                client.next_id(),
-                "initialize",
-                streamable::initialize_params(),
-            );
-            (
-                "POST",
-                post_target,
-                streamable::post(client, post_target, &body, &Headers::new()),
-            )
+            let body = jsonrpc::request(client.next_id(), "initialize", streamable::initialize_params());
+            ("POST", post_target, streamable::post(client, post_target, &body, &Headers::new()))
         }
         EntryPoint::Discover | EntryPoint::ToolsList => {
-            let rpc_method = if entry == EntryPoint::Discover {
-                "server/discover"
-            } else {
-                "tools/list"
-            };
+            let rpc_method = if entry == EntryPoint::Discover { "server/discover" } else { "tools/list" };
             let (params, headers) = streamable::modern(rpc_method, json!({}));
             let body = jsonrpc::request(client.next_id(), rpc_method, params);
-            (
-                "POST",
-                post_target,
-                streamable::post(client, post_target, &body, &headers),
-            )
+            ("POST", post_target, streamable::post(client, post_target, &body, &headers))
         }
     };
     let started = Instant::now();
@@ -60,10 +41,8 @@ pub(crate) async fn exchange(
     let (body_excerpt, jsonrpc, discloses_tools) = if head.is_sse() {
         read_sse(client, resp, url, started).await
     } else {
-        let deadline = (started + client.limits.sse_max_duration)
-            .max(Instant::now() + client.limits.read_timeout);
-        let body =
-            http::read_body_prefix(&mut resp, client.limits.max_response_bytes, deadline).await;
+        let deadline = (started + client.limits.sse_max_duration).max(Instant::now() + client.limits.read_timeout);
+        let body = http::read_body_prefix(&mut resp, client.limits.max_response_bytes, deadline).await;
         let (rpc, discloses) = inspect(&body);
         (http::excerpt(&body), rpc, discloses)
     };
@@ -123,10 +102,7 @@ fn inspect(body: &[u8]) -> (Option<Value>, bool) {
         }
         Err(_) => {
             let text = String::from_utf8_lossy(body);
-            (
-                None,
-                text.contains("\"tools\"") && text.contains("\"name\""),
-            )
+            (None, text.contains("\"tools\"") && text.contains("\"name\""))
         }
     }
 }
@@ -152,17 +128,11 @@ mod tests {
 
     #[rstest]
     #[case::result(br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"}]}}"#, true)]
-    #[case::in_error_data(
-        br#"{"error":"denied","data":{"tools":[{"name":"a","inputSchema":{}}]}}"#,
-        true
-    )]
+    #[case::in_error_data(br#"{"error":"denied","data":{"tools":[{"name":"a","inputSchema":{}}]}}"#, true)]
     #[case::empty_list(br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#, false)]
     #[case::names_only(br#"{"tools":["a","b"]}"#, false)]
     #[case::refusal(br#"{"error":"unauthenticated"}"#, false)]
-    #[case::truncated(
-        br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","desc"#,
-        true
-    )]
+    #[case::truncated(br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","desc"#, true)]
     #[case::html(b"<html>login</html>", false)]
     fn disclosure(#[case] body: &[u8], #[case] leak: bool) {
         assert_eq!(inspect(body).1, leak);
@@ -170,11 +140,7 @@ mod tests {
 
     #[test]
     fn only_json_rpc_is_reported_as_json_rpc() {
-        assert!(
-            inspect(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"x"}}"#)
-                .0
-                .is_some()
-        );
+        assert!(inspect(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"x"}}"#).0.is_some());
         assert!(inspect(br#"{"error":"unauthenticated"}"#).0.is_none());
     }
 }

@@ -105,11 +105,7 @@ impl SseParser {
         }
         self.has_data = false;
         out.push(SseEvent {
-            event: if event.is_empty() {
-                "message".to_string()
-            } else {
-                event
-            },
+            event: if event.is_empty() { "message".to_string() } else { event },
             data: std::mem::take(&mut self.data),
             id: self.last_id.clone(),
         });
@@ -122,11 +118,7 @@ mod tests {
     use rstest::rstest;
 
     fn ev(event: &str, data: &str) -> SseEvent {
-        SseEvent {
-            event: event.into(),
-            data: data.into(),
-            id: None,
-        }
+        SseEvent { event: event.into(), data: data.into(), id: None }
     }
 
     fn feed_all(chunks: &[&[u8]]) -> Vec<SseEvent> {
@@ -140,20 +132,14 @@ mod tests {
     #[case::cr("event: endpoint\rdata: /messages/?session_id=1\r\r")]
     #[case::no_space("event:endpoint\ndata:/messages/?session_id=1\n\n")]
     fn line_endings(#[case] text: &str) {
-        assert_eq!(
-            feed_all(&[text.as_bytes()]),
-            vec![ev("endpoint", "/messages/?session_id=1")]
-        );
+        assert_eq!(feed_all(&[text.as_bytes()]), vec![ev("endpoint", "/messages/?session_id=1")]);
     }
 
     #[test]
     fn every_split_point_gives_the_same_events() {
         let text = b"\xEF\xBB\xBF: ping\r\nevent: message\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\ndata: two\r\n\r\n";
         let whole = feed_all(&[text]);
-        assert_eq!(
-            whole,
-            vec![ev("message", "{\"a\":\n1}"), ev("message", "two")]
-        );
+        assert_eq!(whole, vec![ev("message", "{\"a\":\n1}"), ev("message", "two")]);
         for i in 0..text.len() {
             for j in i..text.len() {
                 let got = feed_all(&[&text[..i], &text[i..j], &text[j..]]);
@@ -169,23 +155,13 @@ mod tests {
 
     #[test]
     fn multi_line_data_is_joined_with_newline() {
-        assert_eq!(
-            feed_all(&[b"data: a\ndata: b\ndata\n\n"]),
-            vec![ev("message", "a\nb\n")]
-        );
+        assert_eq!(feed_all(&[b"data: a\ndata: b\ndata\n\n"]), vec![ev("message", "a\nb\n")]);
     }
 
     #[test]
     fn id_is_kept_and_unterminated_event_is_dropped() {
         let got = feed_all(&[b"id: 7\ndata: x\n\ndata: never finished\n"]);
-        assert_eq!(
-            got,
-            vec![SseEvent {
-                event: "message".into(),
-                data: "x".into(),
-                id: Some("7".into())
-            }]
-        );
+        assert_eq!(got, vec![SseEvent { event: "message".into(), data: "x".into(), id: Some("7".into()) }]);
     }
 
     #[test]

@@ -7,10 +7,7 @@ use url::Url;
 
 use super::http::{self, Head, SESSION_HEADER, SseStream};
 use super::jsonrpc::{self, ReplyError};
-use super::{
-    CLIENT_NAME, Era, HANDSHAKE_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSION, McpClient, McpError,
-    Session,
-};
+use super::{CLIENT_NAME, Era, HANDSHAKE_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSION, McpClient, McpError, Session};
 
 pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
 const METHOD_HEADER: &str = "mcp-method";
@@ -36,20 +33,12 @@ pub(crate) fn modern(method: &str, mut params: Value) -> (Value, Headers) {
     let obj = params.as_object_mut().expect("made an object above");
     let meta = obj.entry("_meta").or_insert_with(|| json!({}));
     if let Some(meta) = meta.as_object_mut() {
-        meta.insert(
-            "io.modelcontextprotocol/protocolVersion".into(),
-            json!(MODERN_PROTOCOL_VERSION),
-        );
+        meta.insert("io.modelcontextprotocol/protocolVersion".into(), json!(MODERN_PROTOCOL_VERSION));
         meta.insert("io.modelcontextprotocol/clientInfo".into(), client_info());
-        meta.insert(
-            "io.modelcontextprotocol/clientCapabilities".into(),
-            json!({}),
-        );
+        meta.insert("io.modelcontextprotocol/clientCapabilities".into(), json!({}));
     }
-    let mut headers: Headers = vec![
-        (VERSION_HEADER, MODERN_PROTOCOL_VERSION.to_string()),
-        (METHOD_HEADER, method.to_string()),
-    ];
+    let mut headers: Headers =
+        vec![(VERSION_HEADER, MODERN_PROTOCOL_VERSION.to_string()), (METHOD_HEADER, method.to_string())];
     let name_key = match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
@@ -67,20 +56,14 @@ fn encode_header_value(v: &str) -> String {
     let safe = v.bytes().all(|b| (0x20..=0x7e).contains(&b))
         && v == v.trim()
         && !(v.starts_with("=?base64?") && v.ends_with("?="));
-    if safe {
-        v.to_string()
-    } else {
-        format!("=?base64?{}?=", base64(v.as_bytes()))
-    }
+    if safe { v.to_string() } else { format!("=?base64?{}?=", base64(v.as_bytes())) }
 }
 
 fn base64(bytes: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for c in bytes.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (*c.get(1).unwrap_or(&0) as u32) << 8
-            | *c.get(2).unwrap_or(&0) as u32;
+        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
         for i in 0..4 {
             if i <= c.len() {
                 out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
@@ -93,12 +76,7 @@ fn base64(bytes: &[u8]) -> String {
 }
 
 /// A POST of one JSON-RPC message, as every MCP HTTP client sends it.
-pub(crate) fn post(
-    client: &McpClient,
-    url: &Url,
-    body: &Value,
-    headers: &Headers,
-) -> reqwest::RequestBuilder {
+pub(crate) fn post(client: &McpClient, url: &Url, body: &Value, headers: &Headers) -> reqwest::RequestBuilder {
     let mut req = client
         .http
         .post(url.clone())
@@ -153,14 +131,8 @@ pub(crate) async fn read_quote(client: &McpClient, resp: &mut reqwest::Response)
 
 pub(crate) fn reply_error(method: &str, e: ReplyError) -> McpError {
     match e {
-        ReplyError::Rpc { code, message, .. } => McpError::JsonRpc {
-            method: method.to_string(),
-            code,
-            message,
-        },
-        ReplyError::Malformed(detail) => McpError::Protocol {
-            detail: format!("{method} reply: {detail}"),
-        },
+        ReplyError::Rpc { code, message, .. } => McpError::JsonRpc { method: method.to_string(), code, message },
+        ReplyError::Malformed(detail) => McpError::Protocol { detail: format!("{method} reply: {detail}") },
     }
 }
 
@@ -175,12 +147,7 @@ pub(crate) async fn post_request(
     let id = client.next_id();
     let body = jsonrpc::request(id, method, params);
     let started = Instant::now();
-    let mut resp = http::send(
-        post(client, url, &body, &headers),
-        url.as_str(),
-        &client.limits,
-    )
-    .await?;
+    let mut resp = http::send(post(client, url, &body, &headers), url.as_str(), &client.limits).await?;
     let head = Head::of(&resp);
     reject_non_success(client, &mut resp, &head, method, url).await?;
     let result = read_reply(client, resp, &head, id, method, url, started).await?;
@@ -217,9 +184,7 @@ async fn read_reply(
             }
         }
         return Err(McpError::Protocol {
-            detail: format!(
-                "{method} at {url}: the sse stream ended without a reply to request id {id}"
-            ),
+            detail: format!("{method} at {url}: the sse stream ended without a reply to request id {id}"),
         });
     }
     if head.is_json() {
@@ -231,19 +196,14 @@ async fn read_reply(
         return match jsonrpc::match_reply(&msg, id) {
             Some(reply) => reply.map_err(|e| reply_error(method, e)),
             None => Err(McpError::Protocol {
-                detail: format!(
-                    "{method} at {url}: the json reply carries no response to request id {id}"
-                ),
+                detail: format!("{method} at {url}: the json reply carries no response to request id {id}"),
             }),
         };
     }
     let body = read_quote(client, &mut resp).await;
     if body.is_empty() && head.content_type.is_none() {
         return Err(McpError::Protocol {
-            detail: format!(
-                "{method} at {url} got {} with no body; a request needs a json or sse reply",
-                head.status
-            ),
+            detail: format!("{method} at {url} got {} with no body; a request needs a json or sse reply", head.status),
         });
     }
     Err(not_mcp(&body))
@@ -257,12 +217,7 @@ pub(crate) async fn post_notification(
     headers: Headers,
 ) -> Result<(), McpError> {
     let body = jsonrpc::notification(method, json!({}));
-    let mut resp = http::send(
-        post(client, url, &body, &headers),
-        url.as_str(),
-        &client.limits,
-    )
-    .await?;
+    let mut resp = http::send(post(client, url, &body, &headers), url.as_str(), &client.limits).await?;
     let head = Head::of(&resp);
     reject_non_success(client, &mut resp, &head, method, url).await
 }
@@ -271,10 +226,7 @@ fn supports_modern(discover: &Value) -> bool {
     discover
         .get("supportedVersions")
         .and_then(Value::as_array)
-        .is_some_and(|v| {
-            v.iter()
-                .any(|v| v.as_str() == Some(MODERN_PROTOCOL_VERSION))
-        })
+        .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(MODERN_PROTOCOL_VERSION)))
 }
 
 fn server_name(result: &Value) -> Option<String> {
@@ -302,30 +254,16 @@ pub(crate) async fn connect(client: &McpClient) -> Result<Session, McpError> {
         }
         // Speaks discover but not this revision: a handshake-era server.
         Ok(_) => {}
-        Err(
-            McpError::Http {
-                status: 400..=499, ..
-            }
-            | McpError::JsonRpc { .. },
-        ) => {}
+        Err(McpError::Http { status: 400..=499, .. } | McpError::JsonRpc { .. }) => {}
         Err(e) => return Err(e),
     }
 
-    let (result, head) =
-        post_request(client, url, "initialize", initialize_params(), Vec::new()).await?;
-    let Some(version) = result
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .map(str::to_string)
-    else {
-        return Err(McpError::Protocol {
-            detail: format!("initialize at {url}: the result has no protocolVersion"),
-        });
+    let (result, head) = post_request(client, url, "initialize", initialize_params(), Vec::new()).await?;
+    let Some(version) = result.get("protocolVersion").and_then(Value::as_str).map(str::to_string) else {
+        return Err(McpError::Protocol { detail: format!("initialize at {url}: the result has no protocolVersion") });
     };
     let session = Session {
-        era: Era::Stateful {
-            protocol_version: version.clone(),
-        },
+        era: Era::Stateful { protocol_version: version.clone() },
         server_name: server_name(&result),
         session_id_present: head.session_id.is_some(),
         message_url: None,
@@ -333,13 +271,7 @@ pub(crate) async fn connect(client: &McpClient) -> Result<Session, McpError> {
         protocol_version: Some(version),
         legacy: None,
     };
-    post_notification(
-        client,
-        url,
-        "notifications/initialized",
-        session_headers(&session),
-    )
-    .await?;
+    post_notification(client, url, "notifications/initialized", session_headers(&session)).await?;
     Ok(session)
 }
 
@@ -365,9 +297,7 @@ pub(crate) async fn request(
         Era::Stateless2026 => modern(method, params),
         _ => (params, session_headers(session)),
     };
-    post_request(client, url, method, params, headers)
-        .await
-        .map(|(result, _)| result)
+    post_request(client, url, method, params, headers).await.map(|(result, _)| result)
 }
 
 pub(crate) async fn delete_session(client: &McpClient, session: &Session) {
@@ -392,14 +322,8 @@ mod tests {
     #[test]
     fn modern_envelope_and_routing_headers() {
         let (params, headers) = modern("tools/call", json!({"name": "add", "arguments": {}}));
-        assert_eq!(
-            params["_meta"]["io.modelcontextprotocol/protocolVersion"],
-            "2026-07-28"
-        );
-        assert_eq!(
-            params["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-            json!({})
-        );
+        assert_eq!(params["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+        assert_eq!(params["_meta"]["io.modelcontextprotocol/clientCapabilities"], json!({}));
         assert!(headers.contains(&(METHOD_HEADER, "tools/call".into())));
         assert!(headers.contains(&(NAME_HEADER, "add".into())));
         assert!(headers.contains(&(VERSION_HEADER, "2026-07-28".into())));
@@ -417,13 +341,9 @@ mod tests {
     #[test]
     fn server_name_from_discover_meta_or_server_info() {
         assert_eq!(
-            server_name(&json!({"_meta": {"io.modelcontextprotocol/serverInfo": {"name": "p"}}}))
-                .as_deref(),
+            server_name(&json!({"_meta": {"io.modelcontextprotocol/serverInfo": {"name": "p"}}})).as_deref(),
             Some("p")
         );
-        assert_eq!(
-            server_name(&json!({"serverInfo": {"name": "q"}})).as_deref(),
-            Some("q")
-        );
+        assert_eq!(server_name(&json!({"serverInfo": {"name": "q"}})).as_deref(), Some("q"));
     }
 }

@@ -24,10 +24,7 @@ struct Req {
 
 impl Req {
     fn rpc_method(&self) -> &str {
-        self.body
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or("")
+        self.body.get("method").and_then(Value::as_str).unwrap_or("")
     }
     fn id(&self) -> Value {
         self.body.get("id").cloned().unwrap_or(Value::Null)
@@ -71,11 +68,7 @@ fn result(req: &Req, result: Value) -> Value {
 }
 
 fn accepted() -> Reply {
-    Reply::Full {
-        status: "202 Accepted",
-        headers: vec![],
-        body: vec![],
-    }
+    Reply::Full { status: "202 Accepted", headers: vec![], body: vec![] }
 }
 
 type Handler = Arc<dyn Fn(&Req) -> Reply + Send + Sync>;
@@ -105,11 +98,7 @@ impl Server {
     }
 
     fn client(&self, path: &str, transport: Transport, limits: Limits) -> McpClient {
-        let endpoint = Endpoint {
-            url: self.url(path),
-            transport,
-            pin: None,
-        };
+        let endpoint = Endpoint { url: self.url(path), transport, pin: None };
         McpClient::new(endpoint, None, limits).unwrap()
     }
 
@@ -134,18 +123,12 @@ async fn serve_one(mut sock: TcpStream, handler: Handler, log: Arc<Mutex<Vec<Req
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let mut lines = head.split("\r\n");
     let mut start = lines.next().unwrap().split(' ');
-    let (method, path) = (
-        start.next().unwrap().to_string(),
-        start.next().unwrap().to_string(),
-    );
+    let (method, path) = (start.next().unwrap().to_string(), start.next().unwrap().to_string());
     let headers: HashMap<String, String> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    let len: usize = headers
-        .get("content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
     while buf.len() < head_end + len {
         let mut chunk = [0u8; 4096];
         match sock.read(&mut chunk).await {
@@ -154,23 +137,11 @@ async fn serve_one(mut sock: TcpStream, handler: Handler, log: Arc<Mutex<Vec<Req
         }
     }
     let body = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
-    let req = Req {
-        method,
-        path,
-        headers,
-        body,
-    };
+    let req = Req { method, path, headers, body };
     log.lock().unwrap().push(req.clone());
     match handler(&req) {
-        Reply::Full {
-            status,
-            headers,
-            body,
-        } => {
-            let mut out = format!(
-                "HTTP/1.1 {status}\r\nconnection: close\r\ncontent-length: {}\r\n",
-                body.len()
-            );
+        Reply::Full { status, headers, body } => {
+            let mut out = format!("HTTP/1.1 {status}\r\nconnection: close\r\ncontent-length: {}\r\n", body.len());
             for (k, v) in headers {
                 out.push_str(&format!("{k}: {v}\r\n"));
             }
@@ -203,10 +174,8 @@ async fn serve_one(mut sock: TcpStream, handler: Handler, log: Arc<Mutex<Vec<Req
     }
 }
 
-const SSE_HEAD: &str =
-    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-const JSON_HEAD: &str =
-    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+const SSE_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+const JSON_HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
 
 fn fast_limits() -> Limits {
     Limits {
@@ -220,21 +189,10 @@ fn fast_limits() -> Limits {
 
 #[tokio::test]
 async fn endless_json_body_hits_the_size_cap() {
-    let server = Server::start(|_| Reply::Endless {
-        head: JSON_HEAD,
-        chunk: vec![b' '; 8192],
-        every: Duration::ZERO,
-    })
-    .await;
-    let err = server
-        .client("/mcp", Transport::StreamableHttp, fast_limits())
-        .connect()
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, McpError::SizeCap { limit: 65536, .. }),
-        "{err}"
-    );
+    let server =
+        Server::start(|_| Reply::Endless { head: JSON_HEAD, chunk: vec![b' '; 8192], every: Duration::ZERO }).await;
+    let err = server.client("/mcp", Transport::StreamableHttp, fast_limits()).connect().await.unwrap_err();
+    assert!(matches!(&err, McpError::SizeCap { limit: 65536, .. }), "{err}");
     assert!(err.to_string().contains("65536 bytes"), "{err}");
     assert!(!err.is_not_ready());
 }
@@ -247,11 +205,7 @@ async fn declared_oversized_body_is_refused_before_reading() {
         body: vec![b' '; 70_000],
     })
     .await;
-    let err = server
-        .client("/mcp", Transport::StreamableHttp, fast_limits())
-        .connect()
-        .await
-        .unwrap_err();
+    let err = server.client("/mcp", Transport::StreamableHttp, fast_limits()).connect().await.unwrap_err();
     assert!(matches!(err, McpError::SizeCap { .. }), "{err}");
 }
 
@@ -264,20 +218,10 @@ async fn endless_keep_alive_comments_hit_the_sse_duration_cap() {
     })
     .await;
     let started = Instant::now();
-    let err = server
-        .client("/mcp", Transport::StreamableHttp, fast_limits())
-        .connect()
-        .await
-        .unwrap_err();
+    let err = server.client("/mcp", Transport::StreamableHttp, fast_limits()).connect().await.unwrap_err();
     let took = started.elapsed();
-    assert!(
-        matches!(&err, McpError::SseDurationCap { limit, .. } if *limit == Duration::from_millis(400)),
-        "{err}"
-    );
-    assert!(
-        took >= Duration::from_millis(350) && took < Duration::from_millis(1500),
-        "took {took:?}"
-    );
+    assert!(matches!(&err, McpError::SseDurationCap { limit, .. } if *limit == Duration::from_millis(400)), "{err}");
+    assert!(took >= Duration::from_millis(350) && took < Duration::from_millis(1500), "took {took:?}");
 }
 
 #[tokio::test]
@@ -288,15 +232,8 @@ async fn sse_size_cap_counts_comments_too() {
         every: Duration::ZERO,
     })
     .await;
-    let limits = Limits {
-        sse_max_duration: Duration::from_secs(10),
-        ..fast_limits()
-    };
-    let err = server
-        .client("/mcp", Transport::StreamableHttp, limits)
-        .connect()
-        .await
-        .unwrap_err();
+    let limits = Limits { sse_max_duration: Duration::from_secs(10), ..fast_limits() };
+    let err = server.client("/mcp", Transport::StreamableHttp, limits).connect().await.unwrap_err();
     assert!(matches!(err, McpError::SizeCap { .. }), "{err}");
 }
 
@@ -308,28 +245,16 @@ async fn a_redirect_is_reported_and_never_followed() {
         body: vec![],
     })
     .await;
-    let err = server
-        .client("/mcp", Transport::StreamableHttp, fast_limits())
-        .connect()
-        .await
-        .unwrap_err();
+    let err = server.client("/mcp", Transport::StreamableHttp, fast_limits()).connect().await.unwrap_err();
     match &err {
-        McpError::Redirect {
-            entry,
-            status: 302,
-            location: Some(l),
-            ..
-        } => {
+        McpError::Redirect { entry, status: 302, location: Some(l), .. } => {
             assert_eq!(entry, "server/discover");
             assert_eq!(l, "http://idp.example/login");
         }
         other => panic!("expected a redirect, got {other}"),
     }
     let text = err.to_string();
-    assert!(
-        text.contains("302 Found redirect to http://idp.example/login"),
-        "{text}"
-    );
+    assert!(text.contains("302 Found redirect to http://idp.example/login"), "{text}");
     assert!(text.contains("cordon never follows redirects"), "{text}");
     assert_eq!(server.seen().len(), 1, "a redirect must not be followed");
     assert!(!err.is_not_ready());
@@ -343,15 +268,8 @@ async fn the_legacy_sse_get_redirect_is_reported_too() {
         body: vec![],
     })
     .await;
-    let err = server
-        .client("/sse", Transport::Sse, fast_limits())
-        .connect()
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, McpError::Redirect { status: 307, entry, .. } if entry == "SSE GET"),
-        "{err}"
-    );
+    let err = server.client("/sse", Transport::Sse, fast_limits()).connect().await.unwrap_err();
+    assert!(matches!(&err, McpError::Redirect { status: 307, entry, .. } if entry == "SSE GET"), "{err}");
 }
 
 #[tokio::test]
@@ -364,34 +282,14 @@ async fn refused_connection_and_silence_are_not_ready() {
         transport: Transport::StreamableHttp,
         pin: None,
     };
-    let err = McpClient::new(endpoint, None, fast_limits())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap_err();
+    let err = McpClient::new(endpoint, None, fast_limits()).unwrap().connect().await.unwrap_err();
     assert!(matches!(err, McpError::Connect { .. }), "{err}");
     assert!(err.is_not_ready());
 
     let server = Server::start(|_| Reply::Silent).await;
-    let limits = Limits {
-        read_timeout: Duration::from_millis(200),
-        ..fast_limits()
-    };
-    let err = server
-        .client("/mcp", Transport::StreamableHttp, limits)
-        .connect()
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            McpError::Timeout {
-                phase: "response headers",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    let limits = Limits { read_timeout: Duration::from_millis(200), ..fast_limits() };
+    let err = server.client("/mcp", Transport::StreamableHttp, limits).connect().await.unwrap_err();
+    assert!(matches!(err, McpError::Timeout { phase: "response headers", .. }), "{err}");
     assert!(err.is_not_ready());
 }
 
@@ -403,11 +301,7 @@ async fn html_is_not_mcp() {
         body: b"<html>welcome</html>".to_vec(),
     })
     .await;
-    let err = server
-        .client("/mcp", Transport::StreamableHttp, fast_limits())
-        .connect()
-        .await
-        .unwrap_err();
+    let err = server.client("/mcp", Transport::StreamableHttp, fast_limits()).connect().await.unwrap_err();
     assert!(
         matches!(&err, McpError::NotMcp { status: 200, body_excerpt, .. } if body_excerpt.contains("welcome")),
         "{err}"
@@ -417,8 +311,8 @@ async fn html_is_not_mcp() {
 /// A stateful server shaped like the Python SDK 1.x: discover is a 400, initialize
 /// answers over SSE with a session id, later requests need the session headers.
 fn stateful_server(req: &Req) -> Reply {
-    let has_session = req.header("mcp-session-id") == Some("s-1")
-        && req.header("mcp-protocol-version") == Some("2025-06-18");
+    let has_session =
+        req.header("mcp-session-id") == Some("s-1") && req.header("mcp-protocol-version") == Some("2025-06-18");
     match (req.method.as_str(), req.rpc_method()) {
         ("POST", "initialize") => {
             let msg = result(
@@ -453,11 +347,7 @@ fn stateful_server(req: &Req) -> Reply {
                 json!({"content":[{"type":"text","text":"5"}],"structuredContent":{"result":5},"isError":false}),
             ),
         ),
-        ("DELETE", _) => Reply::Full {
-            status: "200 OK",
-            headers: vec![],
-            body: vec![],
-        },
+        ("DELETE", _) => Reply::Full { status: "200 OK", headers: vec![], body: vec![] },
         _ => json_reply("404 Not Found", json!({})),
     }
 }
@@ -467,33 +357,19 @@ async fn stateful_fallback_handshake_list_call_close() {
     let server = Server::start(stateful_server).await;
     let client = server.client("/mcp", Transport::StreamableHttp, fast_limits());
     let session = client.connect().await.unwrap();
-    assert_eq!(
-        session.era,
-        Era::Stateful {
-            protocol_version: "2025-06-18".into()
-        }
-    );
+    assert_eq!(session.era, Era::Stateful { protocol_version: "2025-06-18".into() });
     assert_eq!(session.server_name.as_deref(), Some("demo"));
     assert!(session.session_id_present);
 
     let tools = client.list_tools(&session).await.unwrap();
-    assert_eq!(
-        tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-        ["add", "echo"]
-    );
-    let r = client
-        .call_tool(&session, "add", json!({"a": 2, "b": 3}))
-        .await
-        .unwrap();
+    assert_eq!(tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["add", "echo"]);
+    let r = client.call_tool(&session, "add", json!({"a": 2, "b": 3})).await.unwrap();
     assert!(!r.is_error);
     assert_eq!(r.text, ["5"]);
     client.close(session).await;
 
     let seen = server.seen();
-    let steps: Vec<(&str, &str)> = seen
-        .iter()
-        .map(|r| (r.method.as_str(), r.rpc_method()))
-        .collect();
+    let steps: Vec<(&str, &str)> = seen.iter().map(|r| (r.method.as_str(), r.rpc_method())).collect();
     assert_eq!(
         steps,
         [
@@ -508,26 +384,15 @@ async fn stateful_fallback_handshake_list_call_close() {
     );
     let discover = &seen[0];
     assert_eq!(discover.header("mcp-protocol-version"), Some("2026-07-28"));
-    assert_eq!(
-        discover
-            .body
-            .pointer("/params/_meta/io.modelcontextprotocol~1clientInfo/name"),
-        Some(&json!("cordon"))
-    );
+    assert_eq!(discover.body.pointer("/params/_meta/io.modelcontextprotocol~1clientInfo/name"), Some(&json!("cordon")));
     let init = &seen[1];
-    assert_eq!(
-        init.body.pointer("/params/protocolVersion"),
-        Some(&json!("2025-06-18"))
-    );
+    assert_eq!(init.body.pointer("/params/protocolVersion"), Some(&json!("2025-06-18")));
     assert_eq!(init.header("mcp-session-id"), None);
     for r in &seen {
         assert_eq!(r.header("accept-encoding"), Some("identity"));
         assert_eq!(r.header("authorization"), None);
         if r.method == "POST" {
-            assert_eq!(
-                r.header("accept"),
-                Some("application/json, text/event-stream")
-            );
+            assert_eq!(r.header("accept"), Some("application/json, text/event-stream"));
         }
     }
     assert_eq!(seen[6].header("mcp-session-id"), Some("s-1"));
@@ -536,12 +401,10 @@ async fn stateful_fallback_handshake_list_call_close() {
 /// A 2026-07-28 server: discover succeeds; requests must carry the envelope and
 /// matching routing headers, and no session.
 fn stateless_server(req: &Req) -> Reply {
-    let meta_ok = req
-        .body
-        .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-        == Some(&json!("2026-07-28"));
-    let headers_ok = req.header("mcp-protocol-version") == Some("2026-07-28")
-        && req.header("mcp-method") == Some(req.rpc_method());
+    let meta_ok =
+        req.body.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion") == Some(&json!("2026-07-28"));
+    let headers_ok =
+        req.header("mcp-protocol-version") == Some("2026-07-28") && req.header("mcp-method") == Some(req.rpc_method());
     if !meta_ok || !headers_ok || req.header("mcp-session-id").is_some() {
         return json_reply(
             "400 Bad Request",
@@ -557,20 +420,12 @@ fn stateless_server(req: &Req) -> Reply {
                 "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "2"}}}),
             ),
         ),
-        "tools/list" => json_reply(
-            "200 OK",
-            result(
-                req,
-                json!({"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}),
-            ),
-        ),
-        "tools/call" if req.header("mcp-name") == Some("add") => json_reply(
-            "200 OK",
-            result(
-                req,
-                json!({"content": [{"type": "text", "text": "oops"}], "isError": true}),
-            ),
-        ),
+        "tools/list" => {
+            json_reply("200 OK", result(req, json!({"tools": [{"name": "add", "inputSchema": {"type": "object"}}]})))
+        }
+        "tools/call" if req.header("mcp-name") == Some("add") => {
+            json_reply("200 OK", result(req, json!({"content": [{"type": "text", "text": "oops"}], "isError": true})))
+        }
         _ => json_reply("400 Bad Request", json!({})),
     }
 }
@@ -584,19 +439,9 @@ async fn stateless_2026_needs_no_initialize() {
     assert_eq!(session.server_name.as_deref(), Some("modern"));
     assert!(!session.session_id_present);
     assert_eq!(client.list_tools(&session).await.unwrap().len(), 1);
-    assert!(
-        client
-            .call_tool(&session, "add", json!({}))
-            .await
-            .unwrap()
-            .is_error
-    );
+    assert!(client.call_tool(&session, "add", json!({})).await.unwrap().is_error);
     client.close(session).await;
-    let methods: Vec<String> = server
-        .seen()
-        .iter()
-        .map(|r| r.rpc_method().to_string())
-        .collect();
+    let methods: Vec<String> = server.seen().iter().map(|r| r.rpc_method().to_string()).collect();
     assert_eq!(methods, ["server/discover", "tools/list", "tools/call"]);
 }
 
@@ -611,19 +456,9 @@ async fn unauthorized_on_both_paths_is_an_http_error_with_evidence() {
         body: br#"{"error":"invalid_token"}"#.to_vec(),
     })
     .await;
-    let err = server
-        .client("/mcp", Transport::StreamableHttp, fast_limits())
-        .connect()
-        .await
-        .unwrap_err();
+    let err = server.client("/mcp", Transport::StreamableHttp, fast_limits()).connect().await.unwrap_err();
     match &err {
-        McpError::Http {
-            entry,
-            status: 401,
-            www_authenticate: Some(w),
-            body_excerpt,
-            ..
-        } => {
+        McpError::Http { entry, status: 401, www_authenticate: Some(w), body_excerpt, .. } => {
             assert_eq!(entry, "initialize");
             assert!(w.contains("invalid_token"));
             assert!(body_excerpt.contains("invalid_token"));
@@ -637,32 +472,18 @@ async fn unauthorized_on_both_paths_is_an_http_error_with_evidence() {
 
 #[tokio::test]
 async fn the_bearer_is_sent_and_the_pin_replaces_dns() {
-    let server =
-        Server::start(|_| json_reply("401 Unauthorized", json!({"error": "unauthenticated"})))
-            .await;
-    let url: url::Url = format!("http://provider.invalid:{}/mcp", server.addr.port())
-        .parse()
-        .unwrap();
-    let endpoint = Endpoint {
-        url,
-        transport: Transport::StreamableHttp,
-        pin: Some("127.0.0.1:0".parse().unwrap()),
-    };
+    let server = Server::start(|_| json_reply("401 Unauthorized", json!({"error": "unauthenticated"}))).await;
+    let url: url::Url = format!("http://provider.invalid:{}/mcp", server.addr.port()).parse().unwrap();
+    let endpoint = Endpoint { url, transport: Transport::StreamableHttp, pin: Some("127.0.0.1:0".parse().unwrap()) };
     let secret = crate::secret::Redactor::new().register("tok", "s3cr3t-value".into());
     let client = McpClient::new(endpoint, Some(secret), fast_limits()).unwrap();
-    let answer = client
-        .raw_exchange(EntryPoint::ToolsList, None)
-        .await
-        .unwrap();
+    let answer = client.raw_exchange(EntryPoint::ToolsList, None).await.unwrap();
     assert_eq!(answer.status, 401);
     assert!(!answer.discloses_tools);
     assert!(answer.jsonrpc.is_none());
     let seen = server.seen();
     assert_eq!(seen[0].header("authorization"), Some("Bearer s3cr3t-value"));
-    assert_eq!(
-        seen[0].header("host"),
-        Some(format!("provider.invalid:{}", server.addr.port()).as_str())
-    );
+    assert_eq!(seen[0].header("host"), Some(format!("provider.invalid:{}", server.addr.port()).as_str()));
     assert_eq!(seen[0].rpc_method(), "tools/list");
     assert_eq!(seen[0].header("mcp-method"), Some("tools/list"));
 }
@@ -673,33 +494,21 @@ async fn the_bearer_is_sent_and_the_pin_replaces_dns() {
 #[case::tools_list(EntryPoint::ToolsList, "POST", "tools/list")]
 #[case::sse_get(EntryPoint::SseGet, "GET", "")]
 #[tokio::test]
-async fn raw_exchange_reports_without_judging(
-    #[case] entry: EntryPoint,
-    #[case] method: &str,
-    #[case] rpc: &str,
-) {
+async fn raw_exchange_reports_without_judging(#[case] entry: EntryPoint, #[case] method: &str, #[case] rpc: &str) {
     // A server that leaks: every entry point answers 200 with the tool inventory over SSE,
     // then keeps the stream open.
     let server = Server::start(|req| {
-        let msg =
-            json!({"jsonrpc":"2.0","id":req.id(),"result":{"tools":[{"name":"secret_tool"}]}});
+        let msg = json!({"jsonrpc":"2.0","id":req.id(),"result":{"tools":[{"name":"secret_tool"}]}});
         let (tx, rx) = mpsc::unbounded_channel();
-        tx.send(format!("event: message\ndata: {msg}\n\n").into_bytes())
-            .unwrap();
+        tx.send(format!("event: message\ndata: {msg}\n\n").into_bytes()).unwrap();
         std::mem::forget(tx); // keep the stream open
-        Reply::Feed {
-            head: "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: x\r\n\r\n",
-            rx,
-        }
+        Reply::Feed { head: "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: x\r\n\r\n", rx }
     })
     .await;
     let client = server.client("/mcp", Transport::StreamableHttp, fast_limits());
     let started = Instant::now();
     let answer = client.raw_exchange(entry, None).await.unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(1),
-        "first message ends the read"
-    );
+    assert!(started.elapsed() < Duration::from_secs(1), "first message ends the read");
     assert_eq!(answer.entry, entry);
     assert_eq!(answer.method, method);
     assert_eq!(answer.status, 200);
@@ -723,17 +532,10 @@ async fn raw_sse_that_says_nothing_ends_after_the_read_window() {
         every: Duration::from_millis(50),
     })
     .await;
-    let limits = Limits {
-        read_timeout: Duration::from_millis(300),
-        sse_max_duration: Duration::from_secs(10),
-        ..fast_limits()
-    };
+    let limits =
+        Limits { read_timeout: Duration::from_millis(300), sse_max_duration: Duration::from_secs(10), ..fast_limits() };
     let started = Instant::now();
-    let answer = server
-        .client("/sse", Transport::Sse, limits)
-        .raw_exchange(EntryPoint::SseGet, None)
-        .await
-        .unwrap();
+    let answer = server.client("/sse", Transport::Sse, limits).raw_exchange(EntryPoint::SseGet, None).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(answer.status, 200);
     assert!(answer.body_excerpt.starts_with(": ping"));
@@ -744,19 +546,12 @@ async fn raw_sse_that_says_nothing_ends_after_the_read_window() {
 #[tokio::test]
 async fn legacy_message_post_needs_a_url() {
     let client = McpClient::new(
-        Endpoint {
-            url: "http://127.0.0.1:9/sse".parse().unwrap(),
-            transport: Transport::Sse,
-            pin: None,
-        },
+        Endpoint { url: "http://127.0.0.1:9/sse".parse().unwrap(), transport: Transport::Sse, pin: None },
         None,
         fast_limits(),
     )
     .unwrap();
-    assert!(matches!(
-        client.raw_exchange(EntryPoint::MessagePost, None).await,
-        Err(McpError::Protocol { .. })
-    ));
+    assert!(matches!(client.raw_exchange(EntryPoint::MessagePost, None).await, Err(McpError::Protocol { .. })));
 }
 
 /// A legacy HTTP+SSE server: GET /sse announces /messages/?session_id=1; each POST there
@@ -766,10 +561,7 @@ fn legacy_server() -> impl Fn(&Req) -> Reply + Send + Sync + 'static {
     move |req| match (req.method.as_str(), req.path.as_str()) {
         ("GET", "/sse") => {
             let (tx, rx) = mpsc::unbounded_channel();
-            tx.send(
-                b"event: endpoint\r\ndata: /messages/?session_id=1\r\n\r\n: ping\r\n\r\n".to_vec(),
-            )
-            .unwrap();
+            tx.send(b"event: endpoint\r\ndata: /messages/?session_id=1\r\n\r\n: ping\r\n\r\n".to_vec()).unwrap();
             *stream.lock().unwrap() = Some(tx);
             Reply::Feed { head: SSE_HEAD, rx }
         }
@@ -779,13 +571,10 @@ fn legacy_server() -> impl Fn(&Req) -> Reply + Send + Sync + 'static {
                     req,
                     json!({"protocolVersion": "2024-11-05", "capabilities": {}, "serverInfo": {"name": "old"}}),
                 )),
-                "tools/list" => Some(result(
-                    req,
-                    json!({"tools": [{"name": "add", "inputSchema": {}}]}),
-                )),
-                "tools/call" => Some(
-                    json!({"jsonrpc":"2.0","id":req.id(),"error":{"code":-32602,"message":"Unknown tool"}}),
-                ),
+                "tools/list" => Some(result(req, json!({"tools": [{"name": "add", "inputSchema": {}}]}))),
+                "tools/call" => {
+                    Some(json!({"jsonrpc":"2.0","id":req.id(),"error":{"code":-32602,"message":"Unknown tool"}}))
+                }
                 _ => None,
             };
             if let Some(reply) = reply {
@@ -804,10 +593,7 @@ fn legacy_server() -> impl Fn(&Req) -> Reply + Send + Sync + 'static {
 #[tokio::test]
 async fn legacy_sse_session_routes_replies_by_id() {
     let server = Server::start(legacy_server()).await;
-    let limits = Limits {
-        sse_max_duration: Duration::from_secs(5),
-        ..fast_limits()
-    };
+    let limits = Limits { sse_max_duration: Duration::from_secs(5), ..fast_limits() };
     let client = server.client("/sse", Transport::Sse, limits);
     let session = client.connect().await.unwrap();
     assert_eq!(session.era, Era::LegacySse);
@@ -816,20 +602,11 @@ async fn legacy_sse_session_routes_replies_by_id() {
     let (a, b) = tokio::join!(client.list_tools(&session), client.list_tools(&session));
     assert_eq!(a.unwrap()[0].name, "add");
     assert_eq!(b.unwrap()[0].name, "add");
-    let err = client
-        .call_tool(&session, "nope", json!({}))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, McpError::JsonRpc { code: -32602, method, .. } if method == "tools/call"),
-        "{err}"
-    );
+    let err = client.call_tool(&session, "nope", json!({})).await.unwrap_err();
+    assert!(matches!(&err, McpError::JsonRpc { code: -32602, method, .. } if method == "tools/call"), "{err}");
 
     let other = server.client("/sse", Transport::Sse, fast_limits());
-    let answer = other
-        .raw_exchange(EntryPoint::MessagePost, session.message_url.as_ref())
-        .await
-        .unwrap();
+    let answer = other.raw_exchange(EntryPoint::MessagePost, session.message_url.as_ref()).await.unwrap();
     assert_eq!(answer.status, 202);
     assert_eq!(answer.method, "POST");
     client.close(session).await;
@@ -838,10 +615,7 @@ async fn legacy_sse_session_routes_replies_by_id() {
 #[tokio::test]
 async fn legacy_requests_fail_once_the_stream_hits_its_cap() {
     let server = Server::start(legacy_server()).await;
-    let limits = Limits {
-        sse_max_duration: Duration::from_millis(300),
-        ..fast_limits()
-    };
+    let limits = Limits { sse_max_duration: Duration::from_millis(300), ..fast_limits() };
     let client = server.client("/sse", Transport::Sse, limits);
     let session = client.connect().await.unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -865,9 +639,27 @@ fn http_err(status: u16, body: &str) -> McpError {
 #[case::s503(http_err(503, ""), true)]
 #[case::s504(http_err(504, ""), true)]
 #[case::s502_plain(http_err(502, "<html>bad gateway</html>"), true)]
-#[case::s502_upstream_down(http_err(502, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"upstream_error","data":{"upstream_status":0}}}"#), true)]
-#[case::s502_upstream_5xx(http_err(502, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"upstream_error","data":{"upstream_status":503}}}"#), true)]
-#[case::s502_upstream_refused(http_err(502, r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"upstream_error","data":{"upstream_status":401}}}"#), false)]
+#[case::s502_upstream_down(
+    http_err(
+        502,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"upstream_error","data":{"upstream_status":0}}}"#
+    ),
+    true
+)]
+#[case::s502_upstream_5xx(
+    http_err(
+        502,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"upstream_error","data":{"upstream_status":503}}}"#
+    ),
+    true
+)]
+#[case::s502_upstream_refused(
+    http_err(
+        502,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"upstream_error","data":{"upstream_status":401}}}"#
+    ),
+    false
+)]
 #[case::s401(http_err(401, ""), false)]
 #[case::s404(http_err(404, ""), false)]
 #[case::rpc(McpError::JsonRpc { method: "initialize".into(), code: -32600, message: "x".into() }, false)]
@@ -888,27 +680,15 @@ fn entry_points_display_their_wire_names() {
     .iter()
     .map(ToString::to_string)
     .collect();
-    assert_eq!(
-        names,
-        [
-            "initialize",
-            "server/discover",
-            "tools/list",
-            "SSE GET",
-            "message POST"
-        ]
-    );
+    assert_eq!(names, ["initialize", "server/discover", "tools/list", "SSE GET", "message POST"]);
 }
 
 #[test]
 fn client_and_its_futures_can_cross_threads() {
     fn send_sync<T: Send + Sync>(_: &T) {}
     fn send<T: Send>(_: &T) {}
-    let endpoint = Endpoint {
-        url: "http://127.0.0.1:9/mcp".parse().unwrap(),
-        transport: Transport::StreamableHttp,
-        pin: None,
-    };
+    let endpoint =
+        Endpoint { url: "http://127.0.0.1:9/mcp".parse().unwrap(), transport: Transport::StreamableHttp, pin: None };
     let client = McpClient::new(endpoint, None, Limits::default()).unwrap();
     send_sync(&client);
     send(&client.connect());
@@ -924,21 +704,11 @@ fn client_and_its_futures_can_cross_threads() {
 #[tokio::test]
 async fn raw_sse_get_stops_at_a_legacy_endpoint_event() {
     let server = Server::start(legacy_server()).await;
-    let limits = Limits {
-        read_timeout: Duration::from_secs(5),
-        sse_max_duration: Duration::from_secs(10),
-        ..fast_limits()
-    };
+    let limits =
+        Limits { read_timeout: Duration::from_secs(5), sse_max_duration: Duration::from_secs(10), ..fast_limits() };
     let started = Instant::now();
-    let answer = server
-        .client("/sse", Transport::Sse, limits)
-        .raw_exchange(EntryPoint::SseGet, None)
-        .await
-        .unwrap();
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "the endpoint event settles it"
-    );
+    let answer = server.client("/sse", Transport::Sse, limits).raw_exchange(EntryPoint::SseGet, None).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2), "the endpoint event settles it");
     assert!(answer.body_excerpt.contains("event: endpoint"));
     assert!(answer.jsonrpc.is_none());
 }

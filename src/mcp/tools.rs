@@ -39,9 +39,7 @@ where
                 cursor = Some(c.clone());
             }
             Some(other) => {
-                return Err(McpError::Protocol {
-                    detail: format!("tools/list nextCursor is not a string: {other}"),
-                });
+                return Err(McpError::Protocol { detail: format!("tools/list nextCursor is not a string: {other}") });
             }
         }
     }
@@ -49,24 +47,17 @@ where
 
 fn parse_page(page: &Value) -> Result<Vec<Tool>, McpError> {
     let Some(items) = page.get("tools").and_then(Value::as_array) else {
-        return Err(McpError::Protocol {
-            detail: "tools/list result has no tools array".into(),
-        });
+        return Err(McpError::Protocol { detail: "tools/list result has no tools array".into() });
     };
     items
         .iter()
         .map(|raw| {
             let Some(name) = raw.get("name").and_then(Value::as_str) else {
-                return Err(McpError::Protocol {
-                    detail: format!("tools/list item without a string name: {raw}"),
-                });
+                return Err(McpError::Protocol { detail: format!("tools/list item without a string name: {raw}") });
             };
             Ok(Tool {
                 name: name.to_string(),
-                description: raw
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
+                description: raw.get("description").and_then(Value::as_str).map(str::to_string),
                 input_schema: raw.get("inputSchema").cloned().unwrap_or(Value::Null),
                 raw: raw.clone(),
             })
@@ -76,9 +67,7 @@ fn parse_page(page: &Value) -> Result<Vec<Tool>, McpError> {
 
 pub(crate) fn parse_tool_result(raw: Value) -> Result<ToolResult, McpError> {
     if !raw.is_object() {
-        return Err(McpError::Protocol {
-            detail: format!("tools/call result is not an object: {raw}"),
-        });
+        return Err(McpError::Protocol { detail: format!("tools/call result is not an object: {raw}") });
     }
     let text = raw
         .get("content")
@@ -114,19 +103,11 @@ pub fn schema_hash(tools: &[Tool]) -> String {
     let mut obj = Map::new();
     for t in tools {
         let mut entry = Map::new();
-        entry.insert(
-            "description".into(),
-            t.description
-                .clone()
-                .map(Value::String)
-                .unwrap_or(Value::Null),
-        );
+        entry.insert("description".into(), t.description.clone().map(Value::String).unwrap_or(Value::Null));
         entry.insert("inputSchema".into(), t.input_schema.clone());
         obj.insert(t.name.clone(), Value::Object(entry));
     }
-    hex::encode(Sha256::digest(
-        canonical_json(&Value::Object(obj)).as_bytes(),
-    ))
+    hex::encode(Sha256::digest(canonical_json(&Value::Object(obj)).as_bytes()))
 }
 
 /// Canonical JSON: object keys sorted (by code point) at every depth, separators `,`
@@ -202,19 +183,11 @@ mod tests {
     use std::collections::HashMap;
 
     fn tool(name: &str, description: Option<&str>, schema: Value) -> Tool {
-        Tool {
-            name: name.into(),
-            description: description.map(str::to_string),
-            input_schema: schema,
-            raw: Value::Null,
-        }
+        Tool { name: name.into(), description: description.map(str::to_string), input_schema: schema, raw: Value::Null }
     }
 
     fn page(names: &[&str], next: Option<&str>) -> Value {
-        let tools: Vec<Value> = names
-            .iter()
-            .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
-            .collect();
+        let tools: Vec<Value> = names.iter().map(|n| json!({"name": n, "inputSchema": {"type": "object"}})).collect();
         match next {
             Some(c) => json!({"tools": tools, "nextCursor": c}),
             None => json!({"tools": tools}),
@@ -222,19 +195,12 @@ mod tests {
     }
 
     /// Serves pages from a map keyed by the cursor ("" = first page) and counts fetches.
-    async fn run(
-        pages: HashMap<&str, Value>,
-        max_pages: usize,
-    ) -> (Result<Vec<Tool>, McpError>, usize) {
+    async fn run(pages: HashMap<&str, Value>, max_pages: usize) -> (Result<Vec<Tool>, McpError>, usize) {
         let mut fetches = 0;
         let result = paginate(max_pages, |cursor| {
             fetches += 1;
             let page = pages.get(cursor.as_deref().unwrap_or("")).cloned();
-            async move {
-                page.ok_or(McpError::Protocol {
-                    detail: "unknown cursor".into(),
-                })
-            }
+            async move { page.ok_or(McpError::Protocol { detail: "unknown cursor".into() }) }
         })
         .await;
         (result, fetches)
@@ -288,29 +254,16 @@ mod tests {
     async fn bad_pages_are_protocol_errors() {
         let (r, _) = run(HashMap::from([("", json!({"items": []}))]), 20).await;
         assert!(matches!(r, Err(McpError::Protocol { .. })));
-        let (r, _) = run(
-            HashMap::from([("", json!({"tools": [{"description": "no name"}]}))]),
-            20,
-        )
-        .await;
+        let (r, _) = run(HashMap::from([("", json!({"tools": [{"description": "no name"}]}))]), 20).await;
         assert!(matches!(r, Err(McpError::Protocol { .. })));
-        let (r, _) = run(
-            HashMap::from([("", json!({"tools": [], "nextCursor": 3}))]),
-            20,
-        )
-        .await;
+        let (r, _) = run(HashMap::from([("", json!({"tools": [], "nextCursor": 3}))]), 20).await;
         assert!(matches!(r, Err(McpError::Protocol { .. })));
     }
 
     #[test]
     fn canonical_json_sorts_compacts_and_escapes_like_python() {
-        let v: Value =
-            serde_json::from_str(r#"{ "b": [1, {"z": null, "a": true}], "a": "é\n\"😀\u007f" }"#)
-                .unwrap();
-        assert_eq!(
-            canonical_json(&v),
-            r#"{"a":"\u00e9\n\"\ud83d\ude00\u007f","b":[1,{"a":true,"z":null}]}"#
-        );
+        let v: Value = serde_json::from_str(r#"{ "b": [1, {"z": null, "a": true}], "a": "é\n\"😀\u007f" }"#).unwrap();
+        assert_eq!(canonical_json(&v), r#"{"a":"\u00e9\n\"\ud83d\ude00\u007f","b":[1,{"a":true,"z":null}]}"#);
     }
 
     #[test]
@@ -324,23 +277,23 @@ mod tests {
             ),
             tool("a_tool", None, json!({"type":"object"})),
         ];
-        assert_eq!(
-            schema_hash(&tools),
-            "efbf1de4d770dbf75347c937eb7eb71ca1a0f6753af2b08022e14d67f02ef651"
-        );
+        assert_eq!(schema_hash(&tools), "efbf1de4d770dbf75347c937eb7eb71ca1a0f6753af2b08022e14d67f02ef651");
     }
 
     #[test]
     fn schema_hash_ignores_key_and_tool_order() {
-        let a: Value = serde_json::from_str(r#"{"type":"object","properties":{"q":{"type":"string","minLength":1}},"required":["q"]}"#).unwrap();
-        let b: Value = serde_json::from_str(r#"{"required":["q"],"properties":{"q":{"minLength":1,"type":"string"}},"type":"object"}"#).unwrap();
+        let a: Value = serde_json::from_str(
+            r#"{"type":"object","properties":{"q":{"type":"string","minLength":1}},"required":["q"]}"#,
+        )
+        .unwrap();
+        let b: Value = serde_json::from_str(
+            r#"{"required":["q"],"properties":{"q":{"minLength":1,"type":"string"}},"type":"object"}"#,
+        )
+        .unwrap();
         let one = [tool("s", Some("search"), a), tool("t", None, json!({}))];
         let two = [tool("t", None, json!({})), tool("s", Some("search"), b)];
         assert_eq!(schema_hash(&one), schema_hash(&two));
-        let changed = [
-            tool("t", None, json!({})),
-            tool("s", Some("search!"), json!({})),
-        ];
+        let changed = [tool("t", None, json!({})), tool("s", Some("search!"), json!({}))];
         assert_ne!(schema_hash(&one), schema_hash(&changed));
     }
 
@@ -350,11 +303,7 @@ mod tests {
         assert!(!r.is_error);
         assert_eq!(r.text, ["5"]);
         assert_eq!(r.structured, Some(json!({"result":5})));
-        assert!(
-            parse_tool_result(json!({"content":[],"isError":true}))
-                .unwrap()
-                .is_error
-        );
+        assert!(parse_tool_result(json!({"content":[],"isError":true})).unwrap().is_error);
         assert!(parse_tool_result(json!("x")).is_err());
     }
 }

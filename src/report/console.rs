@@ -10,10 +10,10 @@ use crate::secret::Redactor;
 /// The same selection libtest-mimic applies, so only selected checks are run at all.
 pub fn is_selected(args: &Arguments, name: &str) -> bool {
     let matches = |pattern: &str| if args.exact { name == pattern } else { name.contains(pattern) };
-    if let Some(filter) = &args.filter {
-        if !matches(filter) {
-            return false;
-        }
+    if let Some(filter) = &args.filter
+        && !matches(filter)
+    {
+        return false;
     }
     !args.skip.iter().any(|s| matches(s))
 }
@@ -34,9 +34,13 @@ pub fn print(args: &Arguments, report: &RunReport, unselected: &[String], redact
             let reason = redactor.redact(&r.reason);
             let trial = match r.verdict {
                 Verdict::Passed => Trial::test(r.name.clone(), || Ok(())),
-                Verdict::Failed | Verdict::Unreachable | Verdict::StaleBaseline => Trial::test(r.name.clone(), move || Err(Failed::from(text))),
+                Verdict::Failed | Verdict::Unreachable | Verdict::StaleBaseline => {
+                    Trial::test(r.name.clone(), move || Err(Failed::from(text)))
+                }
                 Verdict::Skipped => Trial::ignorable_test(r.name.clone(), move || Ok(Completion::ignored_with(reason))),
-                Verdict::KnownFailure => Trial::ignorable_test(r.name.clone(), move || Ok(Completion::ignored_with(format!("known failure: {reason}")))),
+                Verdict::KnownFailure => Trial::ignorable_test(r.name.clone(), move || {
+                    Ok(Completion::ignored_with(format!("known failure: {reason}")))
+                }),
             };
             match r.verdict {
                 Verdict::Passed | Verdict::Failed => trial,

@@ -15,8 +15,12 @@ pub fn render(report: &RunReport) -> String {
         let family = result.family.as_str();
         let status = match result.verdict {
             Verdict::Passed => TestCaseStatus::success(),
-            Verdict::Failed | Verdict::StaleBaseline => non_success(NonSuccessKind::Failure, result.verdict, &result.reason, &failure_text(result)),
-            Verdict::Unreachable => non_success(NonSuccessKind::Error, result.verdict, &result.reason, &failure_text(result)),
+            Verdict::Failed | Verdict::StaleBaseline => {
+                non_success(NonSuccessKind::Failure, result.verdict, &result.reason, &failure_text(result))
+            }
+            Verdict::Unreachable => {
+                non_success(NonSuccessKind::Error, result.verdict, &result.reason, &failure_text(result))
+            }
             Verdict::Skipped | Verdict::KnownFailure => {
                 let mut s = TestCaseStatus::skipped();
                 s.set_type(result.verdict.as_str());

@@ -13,10 +13,22 @@ pub fn render(report: &RunReport) -> String {
         _ => "⚠️ infrastructure error",
     };
     let _ = writeln!(md, "# cordon: {status}\n");
-    let _ = writeln!(md, "Scenario `{}`, suite `{}`, mode `{:?}`, {:.1}s.\n", report.scenario, report.suite, report.mode, report.duration.as_secs_f64());
-    let _ = writeln!(md, "| passed | failed | unreachable | skipped | known failures | stale baseline | filtered out |");
+    let _ = writeln!(
+        md,
+        "Scenario `{}`, suite `{}`, mode `{:?}`, {:.1}s.\n",
+        report.scenario,
+        report.suite,
+        report.mode,
+        report.duration.as_secs_f64()
+    );
+    let _ =
+        writeln!(md, "| passed | failed | unreachable | skipped | known failures | stale baseline | filtered out |");
     let _ = writeln!(md, "|---|---|---|---|---|---|---|");
-    let _ = writeln!(md, "| {} | {} | {} | {} | {} | {} | {} |\n", c.passed, c.failed, c.unreachable, c.skipped, c.known_failures, c.stale_baseline, report.filtered_out);
+    let _ = writeln!(
+        md,
+        "| {} | {} | {} | {} | {} | {} | {} |\n",
+        c.passed, c.failed, c.unreachable, c.skipped, c.known_failures, c.stale_baseline, report.filtered_out
+    );
     let _ = writeln!(md, "| check | verdict | reason |");
     let _ = writeln!(md, "|---|---|---|");
     for r in &report.results {
@@ -28,7 +40,8 @@ pub fn render(report: &RunReport) -> String {
         };
         let _ = writeln!(md, "| `{}` | {mark} {} | {} |", r.name, r.verdict.as_str(), cell(&r.reason));
     }
-    let troubled: Vec<_> = report.results.iter().filter(|r| !matches!(r.verdict, Verdict::Passed | Verdict::Skipped)).collect();
+    let troubled: Vec<_> =
+        report.results.iter().filter(|r| !matches!(r.verdict, Verdict::Passed | Verdict::Skipped)).collect();
     if !troubled.is_empty() {
         let _ = writeln!(md, "\n## Evidence\n");
         for r in troubled {

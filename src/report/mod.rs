@@ -37,7 +37,8 @@ pub fn write_all(report: &RunReport, outputs: &Outputs, redactor: &Redactor) -> 
     ];
     let mut written = Vec::new();
     for (path, text) in files {
-        write_redacted(&path, &text, redactor).map_err(|e| std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
+        write_redacted(&path, &text, redactor)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
         written.push(path);
     }
     Ok(written)

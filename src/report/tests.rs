@@ -7,7 +7,15 @@ use crate::config::{Family, Mode};
 use crate::model::{CheckResult, RunReport, Verdict};
 
 fn result(name: &str, verdict: Verdict, reason: &str, evidence: &[&str]) -> CheckResult {
-    CheckResult { name: name.into(), family: Family::Contract, verdict, reason: reason.into(), evidence: evidence.iter().map(|s| s.to_string()).collect(), attempts: 1, duration: Duration::from_millis(12) }
+    CheckResult {
+        name: name.into(),
+        family: Family::Contract,
+        verdict,
+        reason: reason.into(),
+        evidence: evidence.iter().map(|s| s.to_string()).collect(),
+        attempts: 1,
+        duration: Duration::from_millis(12),
+    }
 }
 
 fn report() -> RunReport {
@@ -19,8 +27,18 @@ fn report() -> RunReport {
         duration: Duration::from_secs(1),
         results: vec![
             result("contract::a::tools", Verdict::Passed, "", &["served: [add]"]),
-            result("contract::a::read", Verdict::Failed, "read tool `add` returned isError: true", &["result: {\"isError\":true}"]),
-            result("contract::a::anonymous", Verdict::Unreachable, "still not ready", &["initialize: connection refused"]),
+            result(
+                "contract::a::read",
+                Verdict::Failed,
+                "read tool `add` returned isError: true",
+                &["result: {\"isError\":true}"],
+            ),
+            result(
+                "contract::a::anonymous",
+                Verdict::Unreachable,
+                "still not ready",
+                &["initialize: connection refused"],
+            ),
             result("contract::a::foreign_bearer", Verdict::Skipped, "no other provider", &[]),
             result("contract::b::read", Verdict::KnownFailure, "ticket 7", &["observed: failed — boom"]),
             result("contract::b::tools", Verdict::StaleBaseline, "listed but passes", &[]),

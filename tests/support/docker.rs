@@ -37,7 +37,9 @@ pub fn available(test: &str) -> bool {
     });
     match status {
         Ok(()) => true,
-        Err(why) => panic!("{test}: needs a running Docker engine and Debian's busybox-static ({why}); .ci/run installs and starts both"),
+        Err(why) => panic!(
+            "{test}: needs a running Docker engine and Debian's busybox-static ({why}); .ci/run installs and starts both"
+        ),
     }
 }
 

@@ -44,7 +44,8 @@ impl ProviderYaml<'_> {
 }
 
 /// The read every well-behaved peer answers: add(2, 3) = 5.
-pub const ADD_READ: &str = "    read:\n      tool: add\n      arguments: { a: 2, b: 3 }\n      expect: { json_subset: { result: 5 } }\n";
+pub const ADD_READ: &str =
+    "    read:\n      tool: add\n      arguments: { a: 2, b: 3 }\n      expect: { json_subset: { result: 5 } }\n";
 
 pub const HOST_SUITE: &str = "mode: host\nfamilies: [contract]\ntimeouts: { connect: 2s, read: 5s, deadline: 0s, sse_max_duration: 5s }\nlimits: { max_response_bytes: 1MiB }\n";
 
@@ -78,17 +79,36 @@ impl Fixture {
     }
 
     pub fn cordon(&self, args: &[&str]) -> (i32, String, String) {
-        let out = Command::new(env!("CARGO_BIN_EXE_cordon")).args(args).current_dir(self.dir.path()).output().expect("run cordon");
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
+            .args(args)
+            .current_dir(self.dir.path())
+            .output()
+            .expect("run cordon");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
     pub fn run(&self, suite: &str, extra: &[&str]) -> Run {
         let suite_path = self.write("suite.yaml", suite);
         let results_dir = self.path("results");
-        let mut args = vec!["run", "--suite", suite_path.to_str().unwrap(), "--scenario", "scenario.yaml", "--results", results_dir.to_str().unwrap()];
+        let mut args = vec![
+            "run",
+            "--suite",
+            suite_path.to_str().unwrap(),
+            "--scenario",
+            "scenario.yaml",
+            "--results",
+            results_dir.to_str().unwrap(),
+        ];
         args.extend_from_slice(extra);
         let (code, stdout, stderr) = self.cordon(&args);
-        let report = std::fs::read_to_string(results_dir.join("report.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null);
+        let report = std::fs::read_to_string(results_dir.join("report.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
         Run { code, stdout, stderr, report, results_dir }
     }
 }
@@ -97,23 +117,43 @@ impl Run {
     /// (verdict, reason, evidence joined) of one check; panics with the whole output if absent.
     pub fn check(&self, name: &str) -> (String, String, String) {
         let results = self.report["report"]["results"].as_array().cloned().unwrap_or_default();
-        let r = results.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("no check {name} in the report\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr));
-        let evidence = r["evidence"].as_array().map(|a| a.iter().filter_map(|l| l.as_str()).collect::<Vec<_>>().join("\n")).unwrap_or_default();
+        let r = results.iter().find(|r| r["name"] == name).unwrap_or_else(|| {
+            panic!("no check {name} in the report\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr)
+        });
+        let evidence = r["evidence"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|l| l.as_str()).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
         (r["verdict"].as_str().unwrap_or("").to_string(), r["reason"].as_str().unwrap_or("").to_string(), evidence)
     }
 
     pub fn expect(&self, name: &str, verdict: &str, reason_contains: &str) {
         let (v, reason, evidence) = self.check(name);
         assert_eq!(v, verdict, "{name}: reason: {reason}\nevidence:\n{evidence}\nstderr:\n{}", self.stderr);
-        assert!(reason.contains(reason_contains), "{name}: reason {reason:?} lacks {reason_contains:?}\nevidence:\n{evidence}");
+        assert!(
+            reason.contains(reason_contains),
+            "{name}: reason {reason:?} lacks {reason_contains:?}\nevidence:\n{evidence}"
+        );
     }
 
     pub fn verdicts(&self) -> Vec<(String, String)> {
-        self.report["report"]["results"].as_array().cloned().unwrap_or_default().iter().map(|r| (r["name"].as_str().unwrap_or("").to_string(), r["verdict"].as_str().unwrap_or("").to_string())).collect()
+        self.report["report"]["results"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|r| (r["name"].as_str().unwrap_or("").to_string(), r["verdict"].as_str().unwrap_or("").to_string()))
+            .collect()
     }
 
     pub fn assert_all_passed(&self) {
         let bad: Vec<_> = self.verdicts().into_iter().filter(|(_, v)| v != "passed").collect();
-        assert!(bad.is_empty() && self.code == 0, "exit {}; not passed: {bad:?}\nstdout:\n{}\nstderr:\n{}", self.code, self.stdout, self.stderr);
+        assert!(
+            bad.is_empty() && self.code == 0,
+            "exit {}; not passed: {bad:?}\nstdout:\n{}\nstderr:\n{}",
+            self.code,
+            self.stdout,
+            self.stderr
+        );
     }
 }

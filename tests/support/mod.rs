@@ -1,4 +1,4 @@
-pub mod peers;
-pub mod harness;
 pub mod docker;
+pub mod harness;
+pub mod peers;
 pub mod stack;

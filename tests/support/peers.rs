@@ -95,9 +95,8 @@ impl Peer {
             Some(t) => cmd.env("PEER_FOREIGN_TOKEN", t),
             None => cmd.env_remove("PEER_FOREIGN_TOKEN"),
         };
-        let mut child = cmd.spawn().unwrap_or_else(|e| {
-            panic!("cannot spawn {} {}: {e}", py.display(), script.display())
-        });
+        let mut child =
+            cmd.spawn().unwrap_or_else(|e| panic!("cannot spawn {} {}: {e}", py.display(), script.display()));
 
         // Read stdout on a thread so the wait can time out; the thread keeps draining
         // stdout after the LISTENING line until the child exits.
@@ -107,10 +106,10 @@ impl Peer {
             let mut tx = Some(tx);
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if let Some(t) = tx.as_ref() {
-                    if t.send(line).is_err() {
-                        tx = None;
-                    }
+                if let Some(t) = tx.as_ref()
+                    && t.send(line).is_err()
+                {
+                    tx = None;
                 }
             }
         });

@@ -16,8 +16,13 @@ pub fn repo() -> PathBuf {
 pub fn images() {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
-        let out = Command::new("bash").arg(repo().join("docker/build-images.sh")).output().map_err(|e| e.to_string())?;
-        if out.status.success() { Ok(()) } else { Err(format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))) }
+        let out =
+            Command::new("bash").arg(repo().join("docker/build-images.sh")).output().map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        }
     });
     if let Err(e) = built {
         panic!("docker/build-images.sh failed (needs a running Docker engine):\n{e}");
@@ -48,7 +53,12 @@ impl Stack {
         files.extend(override_file.map(Path::to_path_buf));
         let stack = Stack { project: format!("cordon-e2e-{name}-{}", std::process::id()), env, files };
         let out = stack.compose(&["up", "-d", "--no-build"]);
-        assert!(out.status.success(), "docker-compose up for {} failed:\n{}", stack.project, String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "docker-compose up for {} failed:\n{}",
+            stack.project,
+            String::from_utf8_lossy(&out.stderr)
+        );
         stack
     }
 
@@ -65,12 +75,35 @@ impl Stack {
     /// Runs `cordon compose` against this stack; returns exit code, stdout, stderr and
     /// the JSON report.
     pub fn cordon(&self, scenario: &Path, results: &Path, extra: &[&str]) -> (i32, String, String, Value) {
-        let mut args = vec!["compose".to_string(), "--project".into(), self.project.clone(), "--scenario".into(), scenario.display().to_string()];
-        args.extend(["--suite".into(), repo().join("suites/compose.yaml").display().to_string(), "--results".into(), results.display().to_string()]);
+        let mut args = vec![
+            "compose".to_string(),
+            "--project".into(),
+            self.project.clone(),
+            "--scenario".into(),
+            scenario.display().to_string(),
+        ];
+        args.extend([
+            "--suite".into(),
+            repo().join("suites/compose.yaml").display().to_string(),
+            "--results".into(),
+            results.display().to_string(),
+        ]);
         args.extend(extra.iter().map(|s| s.to_string()));
-        let out = Command::new(env!("CARGO_BIN_EXE_cordon")).args(&args).envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str()))).output().unwrap();
-        let report = std::fs::read_to_string(results.join("report.json")).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null);
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned(), report)
+        let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
+            .args(&args)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .unwrap();
+        let report = std::fs::read_to_string(results.join("report.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            report,
+        )
     }
 }
 
@@ -90,6 +123,12 @@ pub fn verdicts(report: &Value) -> Vec<(String, String, String)> {
         .cloned()
         .unwrap_or_default()
         .iter()
-        .map(|r| (r["name"].as_str().unwrap_or("").to_string(), r["verdict"].as_str().unwrap_or("").to_string(), r["reason"].as_str().unwrap_or("").to_string()))
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or("").to_string(),
+                r["verdict"].as_str().unwrap_or("").to_string(),
+                r["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
         .collect()
 }
