@@ -201,6 +201,7 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         service: "probe".into(),
         sidecar_networks: None,
         app: None,
+        networks: vec![],
     };
     let scenario = Scenario {
         name: format!("probe {}", args.url),

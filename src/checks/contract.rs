@@ -269,6 +269,7 @@ mod tools_diff_tests {
             service: "p".into(),
             sidecar_networks: None,
             app: None,
+            networks: vec![],
         }
     }
 

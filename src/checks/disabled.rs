@@ -61,16 +61,34 @@ impl Check for DisabledCheck {
                 ),
             }];
             let mut positions = Vec::new();
+            let mut seen_ids = Vec::new();
             for client in &ctx.scenario.clients {
                 if let Some(target) = topology.running(&client.service).first() {
-                    positions.push(Position::of(&format!("client {}", client.id), target));
+                    seen_ids.push(target.id.clone());
+                    positions.push((Position::of(&format!("client {}", client.id), target), true));
+                }
+            }
+            // The provider's own network, seen by whatever else runs on it. Only TCP and
+            // HTTP are judged there: that container's resolver is not a client's.
+            for network in &provider.networks {
+                let on_it = topology.services.values().flatten().find(|t| {
+                    !seen_ids.contains(&t.id)
+                        && t.attachments.iter().any(|a| topology.network_key(&a.network) == network)
+                });
+                match on_it {
+                    Some(target) => {
+                        seen_ids.push(target.id.clone());
+                        positions
+                            .push((Position::of(&format!("network {network} via {}", target.service), target), false));
+                    }
+                    None => evidence.push(format!("network {network}: no other running container on it to look from")),
                 }
             }
             if positions.is_empty() {
                 return Attempt::not_ready("no running client container to look from", evidence);
             }
             let limits = ctx.suite.limits.clone();
-            let seen = join_all(positions.into_iter().map(|position| {
+            let seen = join_all(positions.into_iter().map(|(position, resolve)| {
                 let provider = provider.clone();
                 let leftovers = leftovers.clone();
                 let limits = limits.clone();
@@ -80,7 +98,7 @@ impl Check for DisabledCheck {
                     let attempt = position
                         .run(move |netns| async move {
                             let netns = netns.expect("a container position runs in a namespace");
-                            look_from(&label, &netns, &provider, &leftovers, limits).await
+                            look_from(&label, &netns, resolve, &provider, &leftovers, limits).await
                         })
                         .await;
                     match attempt {
@@ -120,28 +138,36 @@ impl Check for DisabledCheck {
 async fn look_from(
     label: &str,
     netns: &crate::netns::NetnsContext,
+    resolve: bool,
     provider: &Provider,
     leftovers: &[(IpAddr, String)],
     limits: Limits,
 ) -> Attempt {
-    let view = match ClientView::learn(netns).await {
-        Ok(v) => v,
-        Err(attempt) => return attempt,
-    };
     let host = provider.url.host_str().unwrap_or_default().to_string();
     let port = provider.url.port_or_known_default().unwrap_or(80);
-    let answers = match view.resolver.lookup(&host).await {
-        Ok(a) => a,
-        Err(e) => return Attempt::not_ready(format!("{label}: resolving {host}: {e}"), vec![]),
-    };
-    let routed: Vec<IpAddr> = answers.iter().copied().filter(|a| !view.wildcard.contains(a)).collect();
-    let mut evidence = vec![format!("{label}: {host} → [{}]; {}", join(&answers), view.wildcard_evidence())];
+    let mut evidence = Vec::new();
     let mut findings = Vec::new();
-    if !routed.is_empty() {
-        findings.push(format!(
-            "still routed: from {label} `{host}` resolves to [{}] outside the wildcard set",
-            join(&routed)
-        ));
+    let mut routed = Vec::new();
+    if resolve {
+        let view = match ClientView::learn(netns).await {
+            Ok(v) => v,
+            Err(attempt) => return attempt,
+        };
+        let answers = match view.resolver.lookup(&host).await {
+            Ok(a) => a,
+            Err(e) => return Attempt::not_ready(format!("{label}: resolving {host}: {e}"), vec![]),
+        };
+        routed = answers.iter().copied().filter(|a| !view.wildcard.contains(a)).collect();
+        evidence.push(format!("{label}: {host} → [{}]; {}", join(&answers), view.wildcard_evidence()));
+        if !routed.is_empty() {
+            findings.push(format!(
+                "still routed: from {label} `{host}` resolves to [{}] outside the wildcard set",
+                join(&routed)
+            ));
+        }
+    }
+    if !resolve {
+        evidence.push(format!("{label}: probing the surface's container addresses, if any, on port {port}"));
     }
     let mut targets: Vec<IpAddr> = routed;
     targets.extend(leftovers.iter().map(|(a, _)| *a));

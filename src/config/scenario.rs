@@ -52,6 +52,10 @@ struct ProviderFile {
     service: Option<String>,
     sidecar: Option<Spanned<SidecarFile>>,
     app: Option<AppSpec>,
+    /// The compose networks the provider lives on: for a disabled provider, containers on
+    /// them are probe positions besides the clients.
+    #[serde(default)]
+    networks: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -157,6 +161,7 @@ pub struct Provider {
     /// Set when the endpoint is an adapter sidecar: the networks it may be attached to.
     pub sidecar_networks: Option<Vec<String>>,
     pub app: Option<AppSpec>,
+    pub networks: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -332,6 +337,7 @@ impl Validator<'_> {
                     service: p.service.clone().unwrap_or_else(|| id.clone()),
                     sidecar_networks: p.sidecar.as_ref().map(|s| s.value.networks.clone()),
                     app: p.app.clone(),
+                    networks: p.networks.clone(),
                 });
             }
         }
