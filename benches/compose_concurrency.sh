@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Wall time of the compose suite on the reference stack at concurrency 1 vs the suite's
+# own (8), N runs each; prints the medians and their ratio. Needs what the demo needs.
+#   benches/compose_concurrency.sh [N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-5}
+project=cordon-bench-$$
+export CORDON_SUBNET=10.239
+for t in NATIVE LEGACY MODERN GITEA; do export "${t}_TOKEN=bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"; done
+compose() { docker-compose -p "$project" -f docker/reference/compose.yaml "$@"; }
+trap 'compose down -v -t 1 >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d)
+bash docker/build-images.sh >/dev/null 2>&1
+cargo build --quiet --release
+compose up -d --no-build >/dev/null 2>&1
+sed 's/^concurrency: .*/concurrency: 1/' suites/compose.yaml > "$tmp/serial.yaml"
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+time_runs() { # suite
+  for _ in $(seq 1 "$runs"); do
+    start=$(date +%s%N)
+    ./target/release/cordon compose --project "$project" --suite "$1" --results "$tmp/results" >/dev/null 2>&1 || { echo "suite failed" >&2; exit 1; }
+    python3 -c "print(($(date +%s%N) - $start) / 1e9)"
+  done | median
+}
+./target/release/cordon compose --project "$project" --results "$tmp/results" >/dev/null 2>&1 || true # warm-up
+parallel=$(time_runs suites/compose.yaml)
+serial=$(time_runs "$tmp/serial.yaml")
+checks=$(python3 -c "import json;print(len(json.load(open('$tmp/results/report.json'))['report']['results']))")
+echo "compose suite, $checks checks, median of $runs runs:"
+echo "  concurrency 8: ${parallel}s"
+echo "  concurrency 1: ${serial}s"
+echo "  ratio serial/parallel: $(python3 -c "print(round($serial / $parallel, 2))")"
