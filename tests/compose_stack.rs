@@ -84,6 +84,7 @@ fn broken_variant(name: &str, subnet: &str) {
         let (verdict, reason) =
             got.get(&f.check).unwrap_or_else(|| panic!("{name}: no check {} in the report\n{stdout}", f.check));
         assert_eq!(verdict, "failed", "{name}: {} should fail for {:?}; reason: {reason}", f.check, f.reason);
+        eprintln!("observed: {name}: {} failed: {reason}", f.check);
         assert!(
             reason.contains(&f.reason),
             "{name}: {} failed for the wrong reason:\n  expected: {}\n  got: {reason}",
