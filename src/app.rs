@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use libtest_mimic::Arguments;
 
@@ -15,7 +15,7 @@ use crate::netns;
 use crate::report::{self, console};
 use crate::runner::{self, Check, RunContext, StderrProgress};
 use crate::secret::Redactor;
-use crate::topology::Topology;
+use crate::topology::{Topology, TopologyError};
 
 pub struct RunRequest {
     pub scenario: Scenario,
@@ -37,9 +37,26 @@ fn mode_name(mode: Mode) -> &'static str {
 
 /// Reads the deployment from the engine and proves a namespace can be entered, so an
 /// unprivileged run stops at once with what to do instead of waiting out the deadline.
-async fn discover(project: &str, scenario: &Scenario) -> Result<Topology, String> {
+async fn discover(project: &str, scenario: &Scenario, deadline: Duration, retry: Duration) -> Result<Topology, String> {
     let engine = Engine::connect().await.map_err(|e| e.to_string())?;
-    let topology = Topology::discover(&engine, project, scenario).await.map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    // Right after a deploy some containers may not be running yet: wait for them as
+    // for any other not-ready answer, up to the suite's deadline.
+    let topology = loop {
+        match Topology::discover(&engine, project, scenario).await {
+            Ok(t) => break t,
+            Err(TopologyError::Missing { missing, .. }) if started.elapsed() + retry < deadline => {
+                eprintln!(
+                    "waiting: {} not running yet ({:.0}s of {:.0}s)",
+                    missing.join(", "),
+                    started.elapsed().as_secs_f64(),
+                    deadline.as_secs_f64()
+                );
+                tokio::time::sleep(retry.max(Duration::from_secs(1))).await;
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    };
     if let Some(target) = topology.services.values().flatten().next() {
         netns::run_in_netns_async(target.pid, |_| async {}).await.map_err(|e| e.to_string())?;
     }
@@ -79,6 +96,11 @@ pub fn execute(request: RunRequest) -> i32 {
     let (selected, unselected): (Vec<_>, Vec<_>) =
         planned.into_iter().partition(|c| console::is_selected(&tests, &c.name().to_string()));
     let unselected: Vec<String> = unselected.iter().map(|c| c.name().to_string()).collect();
+    if selected.is_empty() {
+        // A typo in a CI filter must not turn into a green job that checked nothing.
+        eprintln!("error: no check matches the filter (planned: {}); see --list", names.len());
+        return exit::USAGE;
+    }
 
     let started_at = SystemTime::now();
     let started = Instant::now();
@@ -103,7 +125,7 @@ pub fn execute(request: RunRequest) -> i32 {
                 return exit::USAGE;
             };
             eprintln!("resolving compose project `{project}` through the Docker engine");
-            match runtime.block_on(discover(&project, &scenario)) {
+            match runtime.block_on(discover(&project, &scenario, suite.deadline, suite.retry_interval)) {
                 Ok(t) => Some(Arc::new(t)),
                 Err(message) => {
                     eprintln!("error: {}", redactor.redact(&message));

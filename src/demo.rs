@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use nix::sys::signal::{SigHandler, Signal, signal};
+
 use crate::engine::Engine;
 use crate::exit;
 
@@ -50,21 +52,22 @@ pub fn run(args: DemoArgs) -> i32 {
     step("running suites/compose.yaml against scenarios/reference.yaml");
     let started = std::time::Instant::now();
     let exe = std::env::current_exe().expect("path of the running cordon binary");
-    let code = Command::new(exe)
-        .args([
-            "compose",
-            "--project",
-            PROJECT,
-            "--scenario",
-            "scenarios/reference.yaml",
-            "--suite",
-            "suites/compose.yaml",
-        ])
-        .args(&args.extra)
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .status()
+    let suite =
+        ["compose", "--project", PROJECT, "--scenario", "scenarios/reference.yaml", "--suite", "suites/compose.yaml"];
+    let child =
+        Command::new(exe).args(suite).args(&args.extra).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str()))).spawn();
+    // Ctrl-C stops the suite (the child), not the demo: the stack must still come down.
+    // SIGINT is ignored only after the spawn, so the child keeps the default.
+    // SAFETY: no other thread of this process installs signal handlers.
+    let previous = unsafe { signal(Signal::SIGINT, SigHandler::SigIgn) };
+    let code = child
+        .and_then(|mut c| c.wait())
         .map(|s| s.code().unwrap_or(exit::INFRASTRUCTURE))
         .unwrap_or(exit::INFRASTRUCTURE);
+    if let Ok(handler) = previous {
+        // SAFETY: as above; restores the disposition found before.
+        let _ = unsafe { signal(Signal::SIGINT, handler) };
+    }
     step(&format!("suite finished in {:.1}s with exit code {code}", started.elapsed().as_secs_f64()));
     if args.keep {
         step(&format!(

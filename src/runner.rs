@@ -65,27 +65,51 @@ pub async fn run_checks(
         let ctx = ctx.clone();
         let permits = permits.clone();
         let progress = progress.clone();
-        handles.push(tokio::spawn(async move {
-            let _permit = permits.acquire_owned().await.expect("semaphore closed");
-            run_one(check.as_ref(), &ctx, run_started, progress.as_ref()).await
-        }));
+        let name = check.name().clone();
+        let handle =
+            tokio::spawn(async move { run_one(check.as_ref(), &ctx, &permits, run_started, progress.as_ref()).await });
+        handles.push((name, handle));
     }
     let mut results = Vec::with_capacity(handles.len());
-    for handle in handles {
-        results.push(handle.await.expect("a check panicked"));
+    for (name, handle) in handles {
+        results.push(match handle.await {
+            Ok(result) => result,
+            // A panic is a cordon bug, not a verdict on the deployment: report it as an
+            // infrastructure error and keep every other result.
+            Err(e) => CheckResult {
+                name: name.to_string(),
+                family: name.family,
+                verdict: Verdict::Unreachable,
+                reason: format!("the check panicked (a bug in cordon): {e}"),
+                evidence: vec![],
+                attempts: 1,
+                duration: Duration::ZERO,
+            },
+        });
     }
     apply_baseline(&mut results, &ctx.suite.known_failures);
     results
 }
 
-async fn run_one(check: &dyn Check, ctx: &RunContext, run_started: Instant, progress: &dyn Progress) -> CheckResult {
+async fn run_one(
+    check: &dyn Check,
+    ctx: &RunContext,
+    permits: &Semaphore,
+    run_started: Instant,
+    progress: &dyn Progress,
+) -> CheckResult {
     let name = check.name();
     let started = Instant::now();
     let mut attempts = 0;
     let mut last_progress: Option<Instant> = None;
     loop {
         attempts += 1;
-        let attempt = check.run(ctx).await;
+        // The permit is held per attempt, not across retries: a check waiting out a
+        // starting provider must not starve the checks queued behind it.
+        let attempt = {
+            let _permit = permits.acquire().await.expect("semaphore closed");
+            check.run(ctx).await
+        };
         let (verdict, reason, evidence) = match attempt {
             Attempt::Pass { evidence } => (Verdict::Passed, String::new(), evidence),
             Attempt::Fail { reason, evidence } => (Verdict::Failed, reason, evidence),
@@ -120,11 +144,13 @@ async fn run_one(check: &dyn Check, ctx: &RunContext, run_started: Instant, prog
 }
 
 /// Turns listed failures into known failures, and listed passes into a stale baseline.
+/// An unreachable check stays unreachable: the baseline vouches for a known contract
+/// violation, not for a provider that is down.
 pub fn apply_baseline(results: &mut [CheckResult], known: &[KnownFailure]) {
     for result in results.iter_mut() {
         let Some(entry) = known.iter().find(|k| k.check == result.name) else { continue };
         match result.verdict {
-            Verdict::Failed | Verdict::Unreachable => {
+            Verdict::Failed => {
                 let original = std::mem::take(&mut result.reason);
                 result.evidence.insert(0, format!("observed: {} — {original}", result.verdict.as_str()));
                 result.verdict = Verdict::KnownFailure;
@@ -137,7 +163,7 @@ pub fn apply_baseline(results: &mut [CheckResult], known: &[KnownFailure]) {
                     entry.reason
                 );
             }
-            Verdict::Skipped | Verdict::KnownFailure | Verdict::StaleBaseline => {}
+            Verdict::Unreachable | Verdict::Skipped | Verdict::KnownFailure | Verdict::StaleBaseline => {}
         }
     }
 }

@@ -34,15 +34,15 @@ impl Redactor {
         Secret { label: label.to_string(), value: Arc::from(value) }
     }
 
-    /// Replaces every registered value (and its percent-encoded form) with `«label»`.
+    /// Replaces every registered value (and its percent-encoded form) with `«label»`, and
+    /// also any run of at least [`MIN_SECRET_LEN`] leading characters of a value: excerpts
+    /// of echoed bodies may cut a secret short, and a prefix is still a leak.
     pub fn redact(&self, text: &str) -> String {
         let known = self.known.read().expect("redactor lock poisoned");
         let mut out = text.to_string();
         for (label, value) in known.iter() {
             let mask = format!("«redacted:{label}»");
-            if out.contains(value.as_str()) {
-                out = out.replace(value.as_str(), &mask);
-            }
+            out = mask_prefixes(&out, value, &mask);
             let encoded = percent_encode(value);
             if encoded != *value && out.contains(&encoded) {
                 out = out.replace(&encoded, &mask);
@@ -58,6 +58,27 @@ impl Redactor {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Masks every occurrence of `value`, or of a prefix of it at least [`MIN_SECRET_LEN`]
+/// bytes long.
+fn mask_prefixes(text: &str, value: &str, mask: &str) -> String {
+    let Some(head) = value.get(..MIN_SECRET_LEN) else { return text.to_string() };
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(head) {
+        let candidate = &rest[at..];
+        let matched = candidate.bytes().zip(value.bytes()).take_while(|(a, b)| a == b).count();
+        let mut end = matched;
+        while !candidate.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.push_str(&rest[..at]);
+        out.push_str(mask);
+        rest = &candidate[end.max(1)..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn percent_encode(value: &str) -> String {
@@ -110,8 +131,16 @@ mod tests {
     fn masks_registered_values_longest_first() {
         let r = Redactor::new();
         r.register("short", "abcdefgh".into());
-        r.register("long", "abcdefgh-ijkl".into());
-        assert_eq!(r.redact("x abcdefgh-ijkl y abcdefgh"), "x «redacted:long» y «redacted:short»");
+        r.register("long", "xyz-abcdefgh-ijkl".into());
+        assert_eq!(r.redact("x xyz-abcdefgh-ijkl y abcdefgh"), "x «redacted:long» y «redacted:short»");
+    }
+
+    #[test]
+    fn masks_a_secret_cut_short() {
+        let r = Redactor::new();
+        r.register("tok", "0123456789abcdef".into());
+        assert_eq!(r.redact("body {\"auth\": \"0123456789ab…"), "body {\"auth\": \"«redacted:tok»…");
+        assert_eq!(r.redact("0123456 stays"), "0123456 stays", "shorter than the minimum is no secret");
     }
 
     #[test]

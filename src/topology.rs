@@ -60,6 +60,8 @@ impl Topology {
         for provider in &scenario.providers {
             for key in provider.sidecar_networks.iter().flatten() {
                 network_names.push(compose_network_name(project, key));
+                // An external network keeps its own name.
+                network_names.push(key.clone());
             }
         }
         network_names.sort();
@@ -83,6 +85,11 @@ impl Topology {
             }
         }
         Ok(Topology { project: project.to_string(), services, networks, hardening })
+    }
+
+    /// A network the scenario names by its compose key (or, if external, its own name).
+    pub fn declared_network(&self, key: &str) -> Option<&NetworkFacts> {
+        self.networks.get(&compose_network_name(&self.project, key)).or_else(|| self.networks.get(key))
     }
 
     pub fn running(&self, service: &str) -> &[Target] {

@@ -112,6 +112,10 @@ fn list_filter_exact_and_skip_behave_like_libtest() {
     assert_eq!(names, ["contract::solo::wrong_bearer"]);
     assert_eq!(run.report["report"]["filtered_out"], 4);
 
+    let run = fixture.run(HOST_SUITE, &["contract::sol0"]);
+    assert_eq!(run.code, 2, "a filter that matches nothing must not pass green: {}", run.stderr);
+    assert!(run.stderr.contains("no check matches the filter"), "{}", run.stderr);
+
     let run = fixture.run(HOST_SUITE, &["--exact", "contract::solo::tools"]);
     let names: Vec<String> = run.verdicts().into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["contract::solo::tools"]);

@@ -178,6 +178,7 @@ async fn look_from(
             evidence.push(format!("{label}: {addr}:{port}: {e}"));
             continue;
         }
+        findings.push(format!("still accepting TCP: from {label} {addr}:{port}"));
         let client = match McpClient::new(pinned(provider, addr), None, limits.clone()) {
             Ok(c) => c,
             Err(e) => return Attempt::fail(format!("cannot build the HTTP client: {e}"), evidence),

@@ -77,7 +77,7 @@ where
     with_resolution(position, provider.clone(), topology, client, move |resolution, mut evidence| async move {
         evidence.insert(0, format!("probed from {label}"));
         match resolution {
-            Resolution::Owned(addrs) => job(pinned(&endpoint_of, addrs[0].0), evidence).await,
+            Resolution::Owned { owned, .. } => job(pinned(&endpoint_of, owned[0].0), evidence).await,
             other => {
                 Attempt::fail(format!("cannot reach `{host}` from {label}: {}", route::describe(&other)), evidence)
             }

@@ -90,8 +90,12 @@ pub enum Resolution {
     OnlyWildcard(Vec<IpAddr>),
     /// Answers outside W, none of them a provider container on a shared network.
     Foreign(Vec<IpAddr>),
-    /// Addresses of provider containers on networks the client shares, with the network.
-    Owned(Vec<(IpAddr, String)>),
+    /// Addresses of provider containers on networks the client shares, with the network;
+    /// `stray` holds the other answers (wildcard or foreign) the same name also gave.
+    Owned {
+        owned: Vec<(IpAddr, String)>,
+        stray: Vec<IpAddr>,
+    },
 }
 
 /// Resolves `host` with the client's resolver and judges the answers against W and the
@@ -133,7 +137,8 @@ pub async fn resolve_provider(
         evidence.push(format!("provider containers: {}", names.join(", ")));
         return Ok((Resolution::Foreign(outside), evidence));
     }
-    Ok((Resolution::Owned(owned), evidence))
+    let stray = answers.iter().copied().filter(|a| !owned.iter().any(|(o, _)| o == a)).collect();
+    Ok((Resolution::Owned { owned, stray }, evidence))
 }
 
 /// An endpoint pinned to an address the client's resolver gave, so the HTTP client never
@@ -147,6 +152,10 @@ pub fn pinned(provider: &Provider, addr: IpAddr) -> Endpoint {
 pub async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
     match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await {
         Ok(Ok(_stream)) => Ok(()),
+        // A reset comes from the peer: the address is reachable, only the port is closed.
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Err("refused (a TCP reset: the address is reachable at IP level, nothing listens on the port)".into())
+        }
         Ok(Err(e)) => Err(format!("{e}")),
         Err(_) => Err(format!("no answer within {:.1}s", timeout.as_secs_f64())),
     }

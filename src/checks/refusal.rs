@@ -81,19 +81,17 @@ async fn refuse_everywhere(
     evidence.push(format!("endpoint: {}", provider.url));
     evidence.push(format!("bearer: {}", describe(kind, bearer.as_ref())));
     // Legacy SSE hands out its POST URL only on a stream; borrow one from a valid
-    // session so the wrong bearer is tried where messages are actually accepted.
-    let message_url = if provider.transport == Transport::Sse {
+    // session, kept open while the bearer is tried, so the wrong bearer meets the POST
+    // endpoint of a live session.
+    let borrowed = if provider.transport == Transport::Sse {
         match open_session(endpoint.clone(), valid, limits.clone(), vec![]).await {
-            Ok((client, session, _)) => {
-                let url = session.message_url.clone();
-                client.close(session).await;
-                url
-            }
+            Ok((client, session, _)) => Some((client, session)),
             Err(attempt) => return attempt,
         }
     } else {
         None
     };
+    let message_url = borrowed.as_ref().and_then(|(_, session)| session.message_url.clone());
     let client = match McpClient::new(endpoint, bearer, limits) {
         Ok(c) => c,
         Err(e) => return attempt_from_error("cannot build the HTTP client", &e, evidence),
@@ -119,6 +117,9 @@ async fn refuse_everywhere(
                 failures.push(format!("{entry}: {e}"));
             }
         }
+    }
+    if let Some((client, session)) = borrowed {
+        client.close(session).await;
     }
     if !failures.is_empty() {
         Attempt::fail(format!("{} was not refused: {}", describe(kind, None), failures.join("; ")), evidence)
@@ -200,6 +201,9 @@ pub fn judge(a: &RawAnswer, refusal: Refusal) -> Result<(), String> {
             a.status,
             a.location.as_deref().unwrap_or("(no Location header)")
         )),
+        401 | 403 if a.jsonrpc.as_ref().is_some_and(|m| m.get("result").is_some()) => {
+            Err(format!("answered {} but carried a JSON-RPC result", a.status))
+        }
         401 | 403 => Ok(()),
         404 | 405 if a.entry == EntryPoint::SseGet => Ok(()),
         200..=299 if html => Err(format!("answered {} with an HTML page, not a refusal", a.status)),
@@ -249,6 +253,13 @@ mod tests {
     #[case(403)]
     fn http_refusals_pass(#[case] status: u16) {
         assert_eq!(judge(&answer(EntryPoint::Initialize, status), Refusal::HttpStatus), Ok(()));
+    }
+
+    #[test]
+    fn a_401_carrying_a_result_is_not_a_refusal() {
+        let mut a = answer(EntryPoint::Initialize, 401);
+        a.jsonrpc = Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}));
+        assert!(judge(&a, Refusal::HttpStatus).unwrap_err().contains("JSON-RPC result"));
     }
 
     #[test]

@@ -40,10 +40,17 @@ pub fn describe(resolution: &Resolution) -> String {
         Resolution::Foreign(addrs) => {
             format!("it resolves to [{}], which is no provider container on a network the client shares", join(addrs))
         }
-        Resolution::Owned(addrs) => format!(
-            "it resolves to [{}]",
-            addrs.iter().map(|(a, n)| format!("{a} on {n}")).collect::<Vec<_>>().join(", ")
-        ),
+        Resolution::Owned { owned, stray } => {
+            let owned: Vec<String> = owned.iter().map(|(a, n)| format!("{a} on {n}")).collect();
+            match stray.is_empty() {
+                true => format!("it resolves to [{}]", owned.join(", ")),
+                false => format!(
+                    "it resolves to the provider at [{}] but also to [{}], where a client may land instead",
+                    owned.join(", "),
+                    join(stray)
+                ),
+            }
+        }
     }
 }
 
@@ -77,12 +84,18 @@ impl Check for RouteCheck {
                 topology,
                 Some(client_target),
                 move |resolution, mut evidence| async move {
-                    let Resolution::Owned(addrs) = &resolution else {
+                    let Resolution::Owned { owned: addrs, stray } = &resolution else {
                         return Attempt::fail(
                             format!("no route from {label} to `{host}`: {}", describe(&resolution)),
                             evidence,
                         );
                     };
+                    if !stray.is_empty() {
+                        return Attempt::fail(
+                            format!("ambiguous route from {label} to `{host}`: {}", describe(&resolution)),
+                            evidence,
+                        );
+                    }
                     let mut refusals = Vec::new();
                     for (addr, network) in addrs {
                         match tcp_connect(SocketAddr::new(*addr, port), timeout).await {

@@ -64,7 +64,7 @@ impl Check for SessionCheck {
             let read = provider.read.clone();
             let endpoint_of = provider.clone();
             with_resolution(position, provider, topology, Some(client_target), move |resolution, evidence| async move {
-                let Resolution::Owned(addrs) = &resolution else {
+                let Resolution::Owned { owned: addrs, .. } = &resolution else {
                     return Attempt::fail(format!("no session from {label}: {}", describe(&resolution)), evidence);
                 };
                 let endpoint = pinned(&endpoint_of, addrs[0].0);

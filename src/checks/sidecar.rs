@@ -13,7 +13,7 @@ use crate::engine::{HardeningFacts, NetworkFacts, Target};
 use crate::model::{Attempt, CheckName};
 use crate::netns;
 use crate::runner::{Check, RunContext};
-use crate::topology::{Topology, compose_network_name};
+use crate::topology::Topology;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
@@ -90,10 +90,8 @@ pub fn judge_interfaces(
         })
         .filter(|(_, a)| !a.is_loopback() && !is_link_local(a))
         .collect();
-    let declared_facts: Vec<(&String, Option<&NetworkFacts>)> = declared
-        .iter()
-        .map(|key| (key, topology.networks.get(&compose_network_name(&topology.project, key))))
-        .collect();
+    let declared_facts: Vec<(&String, Option<&NetworkFacts>)> =
+        declared.iter().map(|key| (key, topology.declared_network(key))).collect();
     let gwbridge = topology.networks.get("docker_gwbridge").filter(|_| allow_gwbridge);
     let mut problems = Vec::new();
     for (ifname, addr) in &kernel {
@@ -175,23 +173,55 @@ impl Check for HardeningCheck {
                 };
                 evidence.push(format!("{}: {}", target.name, serde_json::to_string(facts).unwrap_or_default()));
                 findings.extend(hardening_findings(facts).into_iter().map(|f| format!("{}: {f}", target.name)));
+                // The configured user can name root without saying "root" ("00", a name
+                // the image maps to uid 0): the kernel's answer settles it.
+                match effective_uid(target.pid) {
+                    Some(0) if !findings.iter().any(|f| f.contains("runs as root")) => {
+                        findings.push(format!("{}: runs as root (its process has effective uid 0)", target.name));
+                    }
+                    Some(uid) => evidence.push(format!("{}: process effective uid {uid}", target.name)),
+                    None => evidence
+                        .push(format!("{}: effective uid unreadable from /proc/{}/status", target.name, target.pid)),
+                }
             }
             if findings.is_empty() { Attempt::Pass { evidence } } else { Attempt::fail(findings.join("; "), evidence) }
         })
     }
 }
 
+/// The effective uid of a host process, from `/proc/<pid>/status`.
+fn effective_uid(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// A bind that hands the engine (or the host's runtime state) to the container: the
+/// socket itself, any directory above it, any other socket, or `/run` and `/var/run`.
+fn is_engine_bind(source: &str, destination: &str) -> bool {
+    let socket = "/var/run/docker.sock";
+    let exposes = |p: &str| {
+        let p = p.trim_end_matches('/');
+        p.is_empty()
+            || socket.starts_with(&format!("{p}/"))
+            || p.ends_with(".sock")
+            || ["/run", "/var/run"].iter().any(|r| p == *r || p.starts_with(&format!("{r}/")))
+    };
+    exposes(source) || exposes(destination)
+}
+
 /// Each rule the sidecar breaks, named.
 pub fn hardening_findings(f: &HardeningFacts) -> Vec<String> {
     let mut out = Vec::new();
     let user = f.user.trim();
-    if user.is_empty() || user == "root" || user == "0" || user.starts_with("0:") || user.starts_with("root:") {
+    let name = user.split(':').next().unwrap_or_default();
+    if name.is_empty() || name == "root" || name.parse::<u32>() == Ok(0) {
         out.push(format!("runs as root (user {:?})", f.user));
     }
     if !f.read_only_rootfs {
         out.push("root filesystem is writable (read_only is not set)".into());
     }
-    if !f.cap_drop.iter().any(|c| c.eq_ignore_ascii_case("ALL")) {
+    if !f.cap_drop.iter().any(|c| c.eq_ignore_ascii_case("ALL") || c.eq_ignore_ascii_case("CAP_ALL")) {
         out.push(format!("capabilities are not all dropped (cap_drop: [{}])", f.cap_drop.join(", ")));
     }
     if !f.cap_add.is_empty() {
@@ -209,15 +239,8 @@ pub fn hardening_findings(f: &HardeningFacts) -> Vec<String> {
     if f.pid_mode == "host" {
         out.push("uses the host pid namespace".into());
     }
-    for m in &f.mounts {
-        let risky = |p: &str| {
-            p.ends_with("docker.sock")
-                || p == "/var/run"
-                || p.starts_with("/var/run/")
-                || p == "/run"
-                || p.starts_with("/run/docker")
-        };
-        if risky(&m.source) || risky(&m.destination) {
+    for m in f.binds() {
+        if is_engine_bind(&m.source, &m.destination) {
             out.push(format!("mounts {} at {} (docker socket or /var/run)", m.source, m.destination));
         }
     }
@@ -236,4 +259,94 @@ pub fn hardening_findings(f: &HardeningFacts) -> Vec<String> {
         out.push(format!("publishes ports on the host: {}", ports.join(", ")));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{CpuLimit, MountFact};
+
+    fn locked_down() -> HardeningFacts {
+        HardeningFacts {
+            user: "65534:65534".into(),
+            read_only_rootfs: true,
+            cap_drop: vec!["ALL".into()],
+            cap_add: vec![],
+            security_opt: vec!["no-new-privileges:true".into()],
+            no_new_privileges: true,
+            privileged: false,
+            network_mode: "cordon_net".into(),
+            pid_mode: String::new(),
+            mounts: vec![],
+            memory_limit: Some(64 << 20),
+            cpu: CpuLimit { nano_cpus: Some(500_000_000), cpu_quota: None, cpu_period: None },
+            pids_limit: Some(64),
+            published_ports: vec![],
+        }
+    }
+
+    fn bind(source: &str, destination: &str) -> MountFact {
+        MountFact { kind: "bind".into(), source: source.into(), destination: destination.into(), read_only: true }
+    }
+
+    #[test]
+    fn a_locked_down_sidecar_has_no_findings() {
+        assert!(hardening_findings(&locked_down()).is_empty());
+        let mut f = locked_down();
+        f.mounts.push(bind("/srv/adapter/config.json", "/config.json"));
+        assert!(hardening_findings(&f).is_empty(), "an ordinary read-only bind is fine");
+    }
+
+    #[test]
+    fn root_in_every_spelling_is_found() {
+        for user in ["", "root", "0", "00", "0:0", "root:root"] {
+            let mut f = locked_down();
+            f.user = user.into();
+            assert!(hardening_findings(&f).iter().any(|x| x.contains("runs as root")), "user {user:?}");
+        }
+    }
+
+    #[test]
+    fn engine_binds_are_found_wherever_they_land() {
+        for (source, destination) in [
+            ("/var/run/docker.sock", "/var/run/docker.sock"),
+            ("/var/run/docker.sock", "/tmp/d.sock"),
+            ("/", "/host"),
+            ("/var", "/mnt/var"),
+            ("/run/containerd/containerd.sock", "/c.sock"),
+            ("/srv/x", "/var/run/x"),
+        ] {
+            let mut f = locked_down();
+            f.mounts.push(bind(source, destination));
+            assert!(hardening_findings(&f).iter().any(|x| x.contains("docker socket")), "{source} -> {destination}");
+        }
+    }
+
+    #[test]
+    fn every_missing_limit_and_privilege_is_named() {
+        let mut f = locked_down();
+        f.cap_drop.clear();
+        f.cap_add.push("NET_ADMIN".into());
+        f.no_new_privileges = false;
+        f.privileged = true;
+        f.network_mode = "host".into();
+        f.pid_mode = "host".into();
+        f.memory_limit = None;
+        f.cpu = CpuLimit::default();
+        f.pids_limit = None;
+        let findings = hardening_findings(&f).join("; ");
+        for expected in [
+            "not all dropped",
+            "added: NET_ADMIN",
+            "no-new-privileges",
+            "privileged",
+            "host network",
+            "host pid",
+            "memory",
+            "CPU",
+            "PID limit",
+        ] {
+            assert!(findings.contains(expected), "{expected} missing from {findings}");
+        }
+    }
 }

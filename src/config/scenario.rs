@@ -71,7 +71,7 @@ struct SidecarFile {
 #[serde(deny_unknown_fields)]
 pub struct AppSpec {
     pub service: String,
-    #[serde(default)]
+    /// Required: an app with no listed port would never be probed for lateral reach.
     pub ports: Vec<u16>,
 }
 
@@ -311,6 +311,13 @@ impl Validator<'_> {
                     &sidecar.referenced,
                     format!("{key}.sidecar.networks"),
                     "a sidecar must declare at least its provider's network".into(),
+                );
+            }
+            if p.app.as_ref().is_some_and(|a| a.ports.is_empty()) {
+                self.error(
+                    at,
+                    format!("{key}.app.ports"),
+                    "list the ports the app listens on: reach checks probe exactly those".into(),
                 );
             }
             if let Some(url) = url {

@@ -73,11 +73,11 @@ struct SuiteFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TimeoutsFile {
-    connect: Option<HumanDuration>,
-    read: Option<HumanDuration>,
-    deadline: Option<HumanDuration>,
-    retry_interval: Option<HumanDuration>,
-    sse_max_duration: Option<HumanDuration>,
+    connect: Option<Spanned<HumanDuration>>,
+    read: Option<Spanned<HumanDuration>>,
+    deadline: Option<Spanned<HumanDuration>>,
+    retry_interval: Option<Spanned<HumanDuration>>,
+    sse_max_duration: Option<Spanned<HumanDuration>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -233,11 +233,28 @@ impl Suite {
         }
         let defaults = Limits::default();
         let t = &raw.timeouts;
+        // A zero timeout makes every connect fail, and isolation checks would then pass
+        // without proving anything.
+        for (key, value) in [
+            ("connect", &t.connect),
+            ("read", &t.read),
+            ("retry_interval", &t.retry_interval),
+            ("sse_max_duration", &t.sse_max_duration),
+        ] {
+            if let Some(v) = value.as_ref().filter(|v| v.value.0.is_zero()) {
+                errors.push(ConfigError::at(
+                    path,
+                    &v.referenced,
+                    format!("timeouts.{key}"),
+                    "must be longer than zero",
+                ));
+            }
+        }
         let limits = Limits {
-            connect_timeout: t.connect.map_or(defaults.connect_timeout, |d| d.0),
-            read_timeout: t.read.map_or(defaults.read_timeout, |d| d.0),
+            connect_timeout: t.connect.as_ref().map_or(defaults.connect_timeout, |d| d.value.0),
+            read_timeout: t.read.as_ref().map_or(defaults.read_timeout, |d| d.value.0),
             max_response_bytes: raw.limits.max_response_bytes.map_or(defaults.max_response_bytes, |s| s.0),
-            sse_max_duration: t.sse_max_duration.map_or(defaults.sse_max_duration, |d| d.0),
+            sse_max_duration: t.sse_max_duration.as_ref().map_or(defaults.sse_max_duration, |d| d.value.0),
             max_pages: raw.limits.max_pages.unwrap_or(defaults.max_pages),
         };
         let o = raw.outputs;
@@ -256,8 +273,8 @@ impl Suite {
             mode,
             families,
             limits,
-            deadline: t.deadline.map_or(DEFAULT_DEADLINE, |d| d.0),
-            retry_interval: t.retry_interval.map_or(DEFAULT_RETRY_INTERVAL, |d| d.0),
+            deadline: t.deadline.as_ref().map_or(DEFAULT_DEADLINE, |d| d.value.0),
+            retry_interval: t.retry_interval.as_ref().map_or(DEFAULT_RETRY_INTERVAL, |d| d.value.0),
             concurrency,
             known_failures,
             outputs,

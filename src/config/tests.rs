@@ -158,6 +158,10 @@ fn good_suite_loads() {
     "known_failures[0].reason: a known failure needs a reason"
 )]
 #[case("mode: lan\nfamilies: [contract]\n", "lan")]
+#[case(
+    "mode: host\nfamilies: [contract]\ntimeouts: { connect: 0s }\n",
+    "suite.yaml:3:22: timeouts.connect: must be longer than zero"
+)]
 fn suite_errors_point_at_the_key(#[case] text: &str, #[case] expected: &str) {
     let err = suite_errors(text);
     assert!(err.contains(expected), "{err}");

@@ -28,8 +28,25 @@ pub fn write_redacted(path: &Path, text: &str, redactor: &Redactor) -> std::io::
     std::fs::write(path, redactor.redact(text))
 }
 
+/// A copy of the report with every text redacted. Redacting before rendering matters:
+/// JSON, XML and Markdown escape characters, and an escaped secret no longer matches.
+pub fn redacted(report: &RunReport, redactor: &Redactor) -> RunReport {
+    let mut copy = report.clone();
+    copy.scenario = redactor.redact(&copy.scenario);
+    copy.suite = redactor.redact(&copy.suite);
+    for r in &mut copy.results {
+        r.name = redactor.redact(&r.name);
+        r.reason = redactor.redact(&r.reason);
+        for line in &mut r.evidence {
+            *line = redactor.redact(line);
+        }
+    }
+    copy
+}
+
 /// Writes JUnit, JSON and Markdown; returns the paths written.
 pub fn write_all(report: &RunReport, outputs: &Outputs, redactor: &Redactor) -> std::io::Result<Vec<PathBuf>> {
+    let report = &redacted(report, redactor);
     let files = [
         (outputs.junit_path(), junit::render(report)),
         (outputs.json_path(), json::render(report)),

@@ -75,9 +75,12 @@ fn json_and_markdown_carry_counts_and_exit_code() {
 fn every_written_file_is_redacted() {
     let redactor = crate::secret::Redactor::new();
     let _secret = redactor.register("gitea-token", "s3cr3t-value-that-leaked".into());
+    // Characters every format escapes: JSON (\" \\), XML (&<>'"), Markdown (|).
+    let _escaped = redactor.register("odd-token", r#"a"b\c&d<e>f'g|h-odd-1234"#.into());
     let mut r = report();
     r.results[1].evidence.push("server echoed Authorization: Bearer s3cr3t-value-that-leaked".into());
     r.results[1].reason.push_str(" (s3cr3t-value-that-leaked)");
+    r.results[1].evidence.push(r#"echoed a"b\c&d<e>f'g|h-odd-1234"#.into());
     let dir = tempfile::tempdir().unwrap();
     let outputs = crate::config::Outputs { dir: dir.path().to_path_buf(), ..Default::default() };
     let written = write_all(&r, &outputs, &redactor).unwrap();
@@ -85,6 +88,11 @@ fn every_written_file_is_redacted() {
     for path in written {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("s3cr3t-value-that-leaked"), "{} leaks the secret", path.display());
+        assert!(
+            !text.contains("f'g|h-odd") && !text.contains("h-odd-1234"),
+            "{} leaks the escaped secret:\n{text}",
+            path.display()
+        );
         assert!(text.contains("«redacted:gitea-token»"), "{} lost the evidence", path.display());
     }
 }
