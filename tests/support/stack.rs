@@ -51,6 +51,7 @@ impl Stack {
         ];
         let mut files = vec![repo().join("docker/reference/compose.yaml")];
         files.extend(override_file.map(Path::to_path_buf));
+        remove_leftover_networks(&format!("cordon-e2e-{name}-"));
         let stack = Stack { project: format!("cordon-e2e-{name}-{}", std::process::id()), env, files };
         let out = stack.compose(&["up", "-d", "--no-build"]);
         assert!(
@@ -110,9 +111,45 @@ impl Stack {
 impl Drop for Stack {
     fn drop(&mut self) {
         let out = self.compose(&["down", "-v", "--remove-orphans", "-t", "1"]);
-        if !out.status.success() {
-            eprintln!("docker-compose down for {} failed:\n{}", self.project, String::from_utf8_lossy(&out.stderr));
+        if out.status.success() {
+            return;
         }
+        // Docker 20.10 sometimes keeps a stale endpoint on a network for a moment after its
+        // container is gone ("has active endpoints"): retry what compose left behind.
+        let label = format!("label=com.docker.compose.project={}", self.project);
+        for _ in 0..10 {
+            let listed = Command::new("docker").args(["network", "ls", "-q", "--filter", &label]).output();
+            let ids: Vec<String> = listed
+                .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect())
+                .unwrap_or_default();
+            if ids.is_empty() {
+                return;
+            }
+            for id in &ids {
+                let _ = Command::new("docker").args(["network", "rm", id]).output();
+            }
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+        eprintln!(
+            "docker-compose down for {} left networks behind (a stale endpoint; restarting dockerd clears it):\n{}",
+            self.project,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Networks an earlier run of this same test could not remove (see the Drop below) still
+/// hold this test's subnets; nothing else uses the name prefix.
+fn remove_leftover_networks(prefix: &str) {
+    let listed = Command::new("docker").args(["network", "ls", "--format", "{{.Name}}"]).output();
+    let names: Vec<String> = listed
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout).lines().filter(|n| n.starts_with(prefix)).map(String::from).collect()
+        })
+        .unwrap_or_default();
+    for name in names {
+        eprintln!("removing {name}, left behind by an earlier run");
+        let _ = Command::new("docker").args(["network", "rm", &name]).output();
     }
 }
 
