@@ -21,10 +21,36 @@ pub struct RunContext {
     pub topology: Option<Arc<Topology>>,
 }
 
-/// One named verdict with evidence; each family module implements it.
+/// One named verdict with evidence, as the runner sees it.
 pub trait Check: Send + Sync {
     fn name(&self) -> &CheckName;
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt>;
+}
+
+/// How one family reaches a verdict; the check's name travels beside it in [`Named`], so
+/// family modules say only what they probe.
+pub trait Probe: Send + Sync + 'static {
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt>;
+}
+
+pub struct Named<P> {
+    pub name: CheckName,
+    pub probe: P,
+}
+
+impl<P: Probe> Check for Named<P> {
+    fn name(&self) -> &CheckName {
+        &self.name
+    }
+
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        self.probe.run(ctx)
+    }
+}
+
+/// A planned check: `probe` under `name`.
+pub fn named(name: CheckName, probe: impl Probe) -> Arc<dyn Check> {
+    Arc::new(Named { name, probe })
 }
 
 /// Receives what the runner is doing, for progress on long waits.
@@ -174,16 +200,12 @@ pub fn unknown_baseline_entries<'a>(known: &'a [KnownFailure], planned: &[CheckN
     known.iter().filter(|k| !planned.iter().any(|n| n.to_string() == k.check)).collect()
 }
 
-/// A check that reports a fixed skip, for surfaces this mode cannot examine.
-pub struct SkippedCheck {
-    pub name: CheckName,
+/// A fixed skip, for surfaces this mode cannot examine.
+pub struct Skipped {
     pub reason: String,
 }
 
-impl Check for SkippedCheck {
-    fn name(&self) -> &CheckName {
-        &self.name
-    }
+impl Probe for Skipped {
     fn run<'a>(&'a self, _ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move { Attempt::Skip { reason: self.reason.clone() } })
     }

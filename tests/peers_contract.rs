@@ -194,63 +194,38 @@ fn legitimate_pagination_is_followed() {
     run.expect("contract::bad::tools", "passed", "");
 }
 
+/// `cordon probe URL` with the two bearers in the environment; returns (exit code, stdout).
+fn probe(url: &str, bearer: &str, foreign: &str, extra: &[&str], results: &std::path::Path) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args(["probe", url, "--bearer-env", "PROBE_TOKEN", "--foreign-bearer-env", "PROBE_FOREIGN"])
+        .args(["--expect-tools", "add,echo", "--results", results.to_str().unwrap()])
+        .args(extra)
+        .env("PROBE_TOKEN", bearer)
+        .env("PROBE_FOREIGN", foreign)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code(), format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)))
+}
+
 #[test]
 fn probe_checks_one_endpoint_without_a_scenario() {
     let peer = Peer::start(Sdk::V2, "stateless", GOOD_TOKEN, None);
     let other = Peer::start(Sdk::V1, "foreign-bearer", BAD_TOKEN, Some(GOOD_TOKEN));
     let fixture = Fixture::new();
     let results = fixture.path("results");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
-        .args([
-            "probe",
-            &peer.url,
-            "--bearer-env",
-            "PROBE_TOKEN",
-            "--foreign-bearer-env",
-            "PROBE_FOREIGN",
-            "--expect-tools",
-            "add,echo",
-            "--read",
-            "add",
-            "--read-args",
-            r#"{"a":2,"b":3}"#,
-            "--expect-text",
-            "5",
-            "--results",
-            results.to_str().unwrap(),
-        ])
-        .env("PROBE_TOKEN", GOOD_TOKEN)
-        .env("PROBE_FOREIGN", BAD_TOKEN)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let read = ["--read", "add", "--read-args", r#"{"a":2,"b":3}"#, "--expect-text", "5"];
+    let (code, output) = probe(&peer.url, GOOD_TOKEN, BAD_TOKEN, &read, &results);
+    assert_eq!(code, Some(0), "{output}");
     for aspect in ["tools", "read", "anonymous", "wrong_bearer", "foreign_bearer"] {
-        assert!(console_line(&stdout, &format!("contract::probe::{aspect}")).ends_with("... ok"), "{stdout}");
+        assert!(console_line(&output, &format!("contract::probe::{aspect}")).ends_with("... ok"), "{output}");
     }
     assert!(results.join("junit.xml").exists());
 
     // The same probe against a server that honours the foreign bearer fails exactly there.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
-        .args([
-            "probe",
-            &other.url,
-            "--bearer-env",
-            "PROBE_TOKEN",
-            "--foreign-bearer-env",
-            "PROBE_FOREIGN",
-            "--expect-tools",
-            "add,echo",
-            "--results",
-            results.to_str().unwrap(),
-        ])
-        .env("PROBE_TOKEN", BAD_TOKEN)
-        .env("PROBE_FOREIGN", GOOD_TOKEN)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(console_line(&stdout, "contract::probe::foreign_bearer").ends_with("... FAILED"), "{stdout}");
+    let (code, output) = probe(&other.url, BAD_TOKEN, GOOD_TOKEN, &[], &results);
+    assert_eq!(code, Some(1), "{output}");
+    assert!(console_line(&output, "contract::probe::foreign_bearer").ends_with("... FAILED"), "{output}");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use super::{attempt_from_error, refusal, with_provider_endpoint};
 use crate::config::{Expectation, Family, Provider, ReadSpec, Scenario};
 use crate::mcp::{Endpoint, Limits, McpClient, Session, Tool, ToolResult, schema_hash};
 use crate::model::{Attempt, CheckName};
-use crate::runner::{Check, RunContext};
+use crate::runner::{Check, Probe, RunContext, named};
 use crate::secret::Secret;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
@@ -18,14 +18,10 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         let id = &provider.id;
         let aspect = |a: &str| CheckName::with_aspect(Family::Contract, id.clone(), a);
-        checks.push(Arc::new(ToolsCheck { name: aspect("tools"), provider: id.clone() }));
-        checks.push(Arc::new(ReadCheck { name: aspect("read"), provider: id.clone() }));
+        checks.push(named(aspect("tools"), ToolsCheck { provider: id.clone() }));
+        checks.push(named(aspect("read"), ReadCheck { provider: id.clone() }));
         for bearer in [refusal::Bearer::Anonymous, refusal::Bearer::Wrong, refusal::Bearer::Foreign] {
-            checks.push(Arc::new(refusal::RefusalCheck {
-                name: aspect(bearer.aspect()),
-                provider: id.clone(),
-                bearer,
-            }));
+            checks.push(named(aspect(bearer.aspect()), refusal::RefusalCheck { provider: id.clone(), bearer }));
         }
     }
     checks
@@ -57,15 +53,10 @@ pub async fn open_session(
 }
 
 struct ToolsCheck {
-    name: CheckName,
     provider: String,
 }
 
-impl Check for ToolsCheck {
-    fn name(&self) -> &CheckName {
-        &self.name
-    }
-
+impl Probe for ToolsCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
@@ -127,15 +118,10 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool], evidence: &mut Vec<Strin
 }
 
 struct ReadCheck {
-    name: CheckName,
     provider: String,
 }
 
-impl Check for ReadCheck {
-    fn name(&self) -> &CheckName {
-        &self.name
-    }
-
+impl Probe for ReadCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");

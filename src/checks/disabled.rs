@@ -12,22 +12,18 @@ use super::refusal::summarize;
 use crate::config::{Family, Provider, Scenario};
 use crate::mcp::{EntryPoint, Limits, McpClient};
 use crate::model::{Attempt, CheckName};
-use crate::runner::{Check, RunContext};
+use crate::runner::{Check, Probe, RunContext, named};
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     scenario
         .providers
         .iter()
         .filter(|p| p.disabled)
-        .map(|p| {
-            Arc::new(DisabledCheck { name: CheckName::new(Family::Disabled, p.id.clone()), provider: p.id.clone() })
-                as Arc<dyn Check>
-        })
+        .map(|p| named(CheckName::new(Family::Disabled, p.id.clone()), DisabledCheck { provider: p.id.clone() }))
         .collect()
 }
 
 struct DisabledCheck {
-    name: CheckName,
     provider: String,
 }
 
@@ -38,11 +34,7 @@ struct Seen {
     not_ready: Option<String>,
 }
 
-impl Check for DisabledCheck {
-    fn name(&self) -> &CheckName {
-        &self.name
-    }
-
+impl Probe for DisabledCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let topology = ctx.topology.clone().expect("disabled checks run in compose or swarm mode");

@@ -16,7 +16,7 @@ use position::{Resolution, contract_position, pinned, with_resolution};
 use crate::config::{Family, Mode, Provider, Scenario, Suite};
 use crate::mcp::{Endpoint, McpError};
 use crate::model::{Attempt, CheckName};
-use crate::runner::{Check, RunContext, SkippedCheck};
+use crate::runner::{Check, RunContext, Skipped, named};
 
 /// Every check the suite's families ask for, in a stable order.
 pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
@@ -34,10 +34,12 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
     }
     if suite.mode == Mode::Host {
         for provider in scenario.providers.iter().filter(|p| p.disabled) {
-            checks.push(Arc::new(SkippedCheck {
-                name: CheckName::new(Family::Disabled, provider.id.clone()),
-                reason: "host mode cannot see a disabled surface from a client's network namespace; run the compose or swarm suite".into(),
-            }));
+            checks.push(named(
+                CheckName::new(Family::Disabled, provider.id.clone()),
+                Skipped {
+                    reason: "host mode cannot see a disabled surface from a client's network namespace; run the compose or swarm suite".into(),
+                },
+            ));
         }
     }
     checks

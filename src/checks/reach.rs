@@ -10,42 +10,36 @@ use futures_util::future::{BoxFuture, join_all};
 use super::position::{Position, client_container, tcp_connect};
 use super::route::pair_name;
 use crate::config::{Family, Scenario};
-use crate::model::{Attempt, CheckName};
-use crate::runner::{Check, RunContext};
+use crate::model::Attempt;
+use crate::runner::{Check, Probe, RunContext, named};
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         for client in scenario.clients.iter().filter(|c| !provider.allowed_consumers.contains(&c.id)) {
-            checks.push(Arc::new(ReachCheck {
-                name: pair_name(Family::Reach, &client.id, "-/->", &provider.id),
-                client: client.id.clone(),
-                provider: provider.id.clone(),
-            }));
+            checks.push(named(
+                pair_name(Family::Reach, &client.id, "-/->", &provider.id),
+                ReachCheck { client: client.id.clone(), provider: provider.id.clone() },
+            ));
         }
     }
     checks
 }
 
 struct ReachCheck {
-    name: CheckName,
     client: String,
     provider: String,
 }
 
 /// One address and port to try, and where the engine says it lives.
 #[derive(Clone)]
-struct Probe {
+struct PortProbe {
     addr: SocketAddr,
     container: String,
     network: String,
 }
 
-impl Check for ReachCheck {
-    fn name(&self) -> &CheckName {
-        &self.name
-    }
-
+impl Probe for ReachCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let topology = ctx.topology.clone().expect("reach checks run in compose or swarm mode");
@@ -60,7 +54,7 @@ impl Check for ReachCheck {
                     let addrs = att.ipv4.map(IpAddr::V4).into_iter().chain(att.ipv6.map(IpAddr::V6));
                     for addr in addrs {
                         for port in &ports {
-                            probes.push(Probe {
+                            probes.push(PortProbe {
                                 addr: SocketAddr::new(addr, *port),
                                 container: target.name.clone(),
                                 network: topology.network_key(&att.network).to_string(),

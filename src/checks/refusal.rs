@@ -7,8 +7,8 @@ use super::contract::{excerpt, open_session};
 use super::{attempt_from_error, with_provider_endpoint};
 use crate::config::{Provider, Refusal};
 use crate::mcp::{Endpoint, EntryPoint, Limits, McpClient, RawAnswer, Transport};
-use crate::model::{Attempt, CheckName};
-use crate::runner::{Check, RunContext};
+use crate::model::Attempt;
+use crate::runner::{Probe, RunContext};
 use crate::secret::Secret;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +30,6 @@ impl Bearer {
 }
 
 pub struct RefusalCheck {
-    pub name: CheckName,
     pub provider: String,
     pub bearer: Bearer,
 }
@@ -44,11 +43,7 @@ pub fn entry_points(transport: Transport) -> &'static [EntryPoint] {
     }
 }
 
-impl Check for RefusalCheck {
-    fn name(&self) -> &CheckName {
-        &self.name
-    }
-
+impl Probe for RefusalCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();

@@ -10,17 +10,16 @@ use futures_util::future::BoxFuture;
 use super::position::{Position, Resolution, client_container, join, tcp_connect, with_resolution};
 use crate::config::{Family, Scenario};
 use crate::model::{Attempt, CheckName};
-use crate::runner::{Check, RunContext};
+use crate::runner::{Check, Probe, RunContext, named};
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         for client in &provider.allowed_consumers {
-            checks.push(Arc::new(RouteCheck {
-                name: pair_name(Family::Route, client, "->", &provider.id),
-                client: client.clone(),
-                provider: provider.id.clone(),
-            }));
+            checks.push(named(
+                pair_name(Family::Route, client, "->", &provider.id),
+                RouteCheck { client: client.clone(), provider: provider.id.clone() },
+            ));
         }
     }
     checks
@@ -55,16 +54,11 @@ pub fn describe(resolution: &Resolution) -> String {
 }
 
 struct RouteCheck {
-    name: CheckName,
     client: String,
     provider: String,
 }
 
-impl Check for RouteCheck {
-    fn name(&self) -> &CheckName {
-        &self.name
-    }
-
+impl Probe for RouteCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let topology = ctx.topology.clone().expect("route checks run in compose or swarm mode");

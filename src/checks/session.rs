@@ -11,34 +11,28 @@ use super::contract::{deterministic_read, open_session};
 use super::position::{Position, Resolution, client_container, pinned, with_resolution};
 use super::route::{describe, pair_name};
 use crate::config::{Family, Scenario};
-use crate::model::{Attempt, CheckName};
-use crate::runner::{Check, RunContext};
+use crate::model::Attempt;
+use crate::runner::{Check, Probe, RunContext, named};
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         for client in &provider.allowed_consumers {
-            checks.push(Arc::new(SessionCheck {
-                name: pair_name(Family::Session, client, "->", &provider.id),
-                client: client.clone(),
-                provider: provider.id.clone(),
-            }));
+            checks.push(named(
+                pair_name(Family::Session, client, "->", &provider.id),
+                SessionCheck { client: client.clone(), provider: provider.id.clone() },
+            ));
         }
     }
     checks
 }
 
 struct SessionCheck {
-    name: CheckName,
     client: String,
     provider: String,
 }
 
-impl Check for SessionCheck {
-    fn name(&self) -> &CheckName {
-        &self.name
-    }
-
+impl Probe for SessionCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let topology = ctx.topology.clone().expect("session checks run in compose or swarm mode");

@@ -12,29 +12,24 @@ use crate::config::{Family, Mode, Scenario};
 use crate::engine::{HardeningFacts, NetworkFacts, Target};
 use crate::model::{Attempt, CheckName};
 use crate::netns;
-use crate::runner::{Check, RunContext};
+use crate::runner::{Check, Probe, RunContext, named};
 use crate::topology::Topology;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for provider in scenario.providers.iter().filter(|p| p.sidecar_networks.is_some() && !p.disabled) {
         let name = |aspect: &str| CheckName::with_aspect(Family::Sidecar, provider.id.clone(), aspect);
-        checks.push(Arc::new(InterfacesCheck { name: name("interfaces"), provider: provider.id.clone() }));
-        checks.push(Arc::new(HardeningCheck { name: name("hardening"), provider: provider.id.clone() }));
+        checks.push(named(name("interfaces"), InterfacesCheck { provider: provider.id.clone() }));
+        checks.push(named(name("hardening"), HardeningCheck { provider: provider.id.clone() }));
     }
     checks
 }
 
 struct InterfacesCheck {
-    name: CheckName,
     provider: String,
 }
 
-impl Check for InterfacesCheck {
-    fn name(&self) -> &CheckName {
-        &self.name
-    }
-
+impl Probe for InterfacesCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let topology = ctx.topology.clone().expect("sidecar checks run in compose or swarm mode");
@@ -145,15 +140,10 @@ fn is_link_local(addr: &IpAddr) -> bool {
 }
 
 struct HardeningCheck {
-    name: CheckName,
     provider: String,
 }
 
-impl Check for HardeningCheck {
-    fn name(&self) -> &CheckName {
-        &self.name
-    }
-
+impl Probe for HardeningCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let topology = ctx.topology.clone().expect("sidecar checks run in compose or swarm mode");
