@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use futures_util::future::BoxFuture;
 use tokio::sync::Semaphore;
 
-use crate::config::{KnownFailure, Scenario, Suite};
+use crate::config::{KnownFailure, Provider, Scenario, Suite};
 use crate::model::{Attempt, CheckName, CheckResult, Verdict};
 use crate::secret::Redactor;
 use crate::topology::Topology;
@@ -19,6 +19,16 @@ pub struct RunContext {
     pub redactor: Redactor,
     /// The engine's view of the deployment; `None` in host mode.
     pub topology: Option<Arc<Topology>>,
+}
+
+impl RunContext {
+    /// The engine's view and a planned provider: where every namespace check starts.
+    /// Planning guarantees both (namespace families run only in compose or swarm mode,
+    /// and only for the scenario's own providers).
+    pub fn deployment(&self, provider: &str) -> (Arc<Topology>, &Provider) {
+        let topology = self.topology.clone().expect("namespace checks run in compose or swarm mode");
+        (topology, self.scenario.provider(provider).expect("planned from the scenario"))
+    }
 }
 
 /// One named verdict with evidence, as the runner sees it.

@@ -37,8 +37,8 @@ struct Seen {
 impl Probe for DisabledCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let topology = ctx.topology.clone().expect("disabled checks run in compose or swarm mode");
-            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
+            let (topology, provider) = ctx.deployment(&self.provider);
+            let provider = provider.clone();
             let leftovers: Vec<(IpAddr, String)> = topology
                 .running(&provider.service)
                 .iter()

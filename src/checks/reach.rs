@@ -42,8 +42,7 @@ struct PortProbe {
 impl Probe for ReachCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let topology = ctx.topology.clone().expect("reach checks run in compose or swarm mode");
-            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
+            let (topology, provider) = ctx.deployment(&self.provider);
             let client_target = match client_container(&topology, &ctx.scenario, &self.client) {
                 Ok(t) => t,
                 Err(attempt) => return attempt,

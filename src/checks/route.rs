@@ -61,8 +61,8 @@ struct RouteCheck {
 impl Probe for RouteCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let topology = ctx.topology.clone().expect("route checks run in compose or swarm mode");
-            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
+            let (topology, provider) = ctx.deployment(&self.provider);
+            let provider = provider.clone();
             let client_target = match client_container(&topology, &ctx.scenario, &self.client) {
                 Ok(t) => t,
                 Err(attempt) => return attempt,

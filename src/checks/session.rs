@@ -35,8 +35,8 @@ struct SessionCheck {
 impl Probe for SessionCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let topology = ctx.topology.clone().expect("session checks run in compose or swarm mode");
-            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
+            let (topology, provider) = ctx.deployment(&self.provider);
+            let provider = provider.clone();
             let client = ctx.scenario.clients.iter().find(|c| c.id == self.client).expect("validated consumer");
             let Some(credential) = client.credentials.get(&provider.id) else {
                 return Attempt::fail(

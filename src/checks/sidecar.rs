@@ -32,8 +32,7 @@ struct InterfacesCheck {
 impl Probe for InterfacesCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let topology = ctx.topology.clone().expect("sidecar checks run in compose or swarm mode");
-            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
+            let (topology, provider) = ctx.deployment(&self.provider);
             let declared = provider.sidecar_networks.clone().unwrap_or_default();
             let Some(target) = topology.running(&provider.service).first().cloned() else {
                 return Attempt::not_ready(
@@ -146,8 +145,7 @@ struct HardeningCheck {
 impl Probe for HardeningCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let topology = ctx.topology.clone().expect("sidecar checks run in compose or swarm mode");
-            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
+            let (topology, provider) = ctx.deployment(&self.provider);
             let targets = topology.running(&provider.service);
             if targets.is_empty() {
                 return Attempt::not_ready(
