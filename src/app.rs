@@ -8,12 +8,13 @@ use libtest_mimic::Arguments;
 
 use crate::checks;
 use crate::config::{ConfigErrors, Mode, Scenario, Suite};
+use crate::deployment::Deployment;
 use crate::engine::Engine;
 use crate::exit;
 use crate::model::{CheckName, RunReport};
-use crate::netns;
+use crate::netns::{self, NsPool};
 use crate::report::{self, console};
-use crate::runner::{self, Check, RunContext, StderrProgress};
+use crate::runner::{self, Check, RunClock, RunContext, StderrProgress};
 use crate::secret::Redactor;
 use crate::topology::{Topology, TopologyError};
 
@@ -35,10 +36,23 @@ fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
+/// Why discovery stopped: an engine or namespace problem (exit 3), or a scenario that
+/// names what the deployment does not have (exit 2).
+enum DiscoveryError {
+    Infrastructure(String),
+    Scenario(String),
+}
+
 /// Reads the deployment from the engine and proves a namespace can be entered, so an
 /// unprivileged run stops at once with what to do instead of waiting out the deadline.
-async fn discover(project: &str, scenario: &Scenario, deadline: Duration, retry: Duration) -> Result<Topology, String> {
-    let engine = Engine::connect().await.map_err(|e| e.to_string())?;
+async fn discover(
+    project: &str,
+    scenario: &Scenario,
+    deadline: Duration,
+    retry: Duration,
+) -> Result<(Engine, Topology), DiscoveryError> {
+    let infra = |e: String| DiscoveryError::Infrastructure(e);
+    let engine = Engine::connect().await.map_err(|e| infra(e.to_string()))?;
     let started = Instant::now();
     // Right after a deploy some containers may not be running yet: wait for them as
     // for any other not-ready answer, up to the suite's deadline.
@@ -54,13 +68,14 @@ async fn discover(project: &str, scenario: &Scenario, deadline: Duration, retry:
                 );
                 tokio::time::sleep(retry.max(Duration::from_secs(1))).await;
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e @ TopologyError::Mismatch { .. }) => return Err(DiscoveryError::Scenario(e.to_string())),
+            Err(e) => return Err(infra(e.to_string())),
         }
     };
     if let Some(target) = topology.services.values().flatten().next() {
-        netns::run_in_netns_async(target.pid, |_| async {}).await.map_err(|e| e.to_string())?;
+        netns::run_in_netns_async(target.pid, |_| async {}).await.map_err(|e| infra(e.to_string()))?;
     }
-    Ok(topology)
+    Ok((engine, topology))
 }
 
 pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redactor) -> i32 {
@@ -113,7 +128,7 @@ pub fn execute(request: RunRequest) -> i32 {
         .enable_all()
         .build()
         .expect("cannot start the tokio runtime");
-    let topology = match mode {
+    let deployment = match mode {
         Mode::Host => None,
         Mode::Compose | Mode::Swarm => {
             let Some(project) = project.or_else(|| scenario.project.clone()) else {
@@ -126,15 +141,23 @@ pub fn execute(request: RunRequest) -> i32 {
             };
             eprintln!("resolving compose project `{project}` through the Docker engine");
             match runtime.block_on(discover(&project, &scenario, suite.deadline, suite.retry_interval)) {
-                Ok(t) => Some(Arc::new(t)),
-                Err(message) => {
+                Ok((engine, topology)) => {
+                    Some(Arc::new(Deployment::new(mode, &project, Some(engine), scenario.clone(), topology)))
+                }
+                Err(DiscoveryError::Scenario(message)) => {
+                    eprintln!("error: invalid scenario {}: {}", scenario.file.display(), redactor.redact(&message));
+                    return exit::USAGE;
+                }
+                Err(DiscoveryError::Infrastructure(message)) => {
                     eprintln!("error: {}", redactor.redact(&message));
                     return exit::INFRASTRUCTURE;
                 }
             }
         }
     };
-    let ctx = Arc::new(RunContext { scenario, suite, redactor: redactor.clone(), topology });
+    let pool = deployment.as_ref().map(|d| d.pool.clone()).unwrap_or_else(|| Arc::new(NsPool::new()));
+    let clock = RunClock::new(&suite);
+    let ctx = Arc::new(RunContext { scenario, suite, redactor: redactor.clone(), deployment, pool, clock });
     let progress = Arc::new(StderrProgress { redactor: redactor.clone() });
     let results = runtime.block_on(runner::run_checks(selected, ctx, progress));
     runtime.shutdown_background();

@@ -31,7 +31,7 @@ pub fn run(args: DemoArgs) -> i32 {
         return exit::INFRASTRUCTURE;
     }
     drop(runtime);
-    let tokens: Vec<(String, String)> = ["NATIVE_TOKEN", "LEGACY_TOKEN", "MODERN_TOKEN", "GITEA_TOKEN"]
+    let tokens: Vec<(String, String)> = ["NATIVE_TOKEN", "LEGACY_TOKEN", "MODERN_TOKEN", "GITEA_TOKEN", "WIKI_TOKEN"]
         .iter()
         .map(|name| (name.to_string(), format!("demo-{}", hex::encode(rand::random::<[u8; 16]>()))))
         .collect();
@@ -71,7 +71,7 @@ pub fn run(args: DemoArgs) -> i32 {
     step(&format!("suite finished in {:.1}s with exit code {code}", started.elapsed().as_secs_f64()));
     if args.keep {
         step(&format!(
-            "keeping the stack; tear it down with: CORDON_SUBNET={SUBNET} NATIVE_TOKEN=x LEGACY_TOKEN=x MODERN_TOKEN=x GITEA_TOKEN=x docker-compose -p {PROJECT} -f {COMPOSE_FILE} down -v"
+            "keeping the stack; tear it down with: CORDON_SUBNET={SUBNET} NATIVE_TOKEN=x LEGACY_TOKEN=x MODERN_TOKEN=x GITEA_TOKEN=x WIKI_TOKEN=x docker-compose -p {PROJECT} -f {COMPOSE_FILE} down -v"
         ));
     } else {
         step("tearing the stack down");

@@ -5,9 +5,12 @@
 //! Build a [`ClientResolver`] *inside* the netns thread (see [`crate::netns`]): its
 //! sockets open lazily at the first query, in the namespace of the thread that polls it.
 //!
+//! Clients resolve with their libc, and so does cordon ([`resolve_like_libc`]): the
+//! container's `/etc/hosts` is consulted first (an `extra_hosts` pin wins over DNS),
+//! unless its `/etc/nsswitch.conf` puts `dns` before `files`. With no nsswitch.conf (musl
+//! and most minimal images) files come first.
+//!
 //! Deliberate differences from glibc, recorded here because they decide verdicts:
-//! - `/etc/hosts` is not read: a name pinned in the client's hosts file is not what the
-//!   platform's DNS says, and `route` checks are about DNS.
 //! - `timeout:`/`attempts:` options are not honoured; every query has [`QUERY_TIMEOUT`]
 //!   and [`ATTEMPTS`], so a dead nameserver costs seconds, not minutes.
 //! - The search list is walked like glibc (and hickory) do: a name with at least
@@ -158,7 +161,7 @@ impl std::fmt::Debug for ClientResolver {
 
 /// What unknown names resolve to from one client: the wildcard set W. An address in W
 /// proves nothing about a provider, whatever name produced it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WildcardSet {
     /// The union of every probe's answers.
     pub addrs: BTreeSet<IpAddr>,
@@ -275,6 +278,95 @@ impl ClientResolver {
     }
 }
 
+/// Where an answer came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerSource {
+    /// The name was an address already.
+    Literal,
+    /// The container's `/etc/hosts`.
+    HostsFile,
+    Dns,
+}
+
+/// What a name resolves to, in the order the client would try the addresses.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NameAnswer {
+    pub source: AnswerSource,
+    pub addrs: Vec<IpAddr>,
+}
+
+impl NameAnswer {
+    /// The address a client connects to first.
+    pub fn first(&self) -> Option<IpAddr> {
+        self.addrs.first().copied()
+    }
+}
+
+/// The addresses `/etc/hosts` gives `name` (case-insensitive, canonical name or alias),
+/// in file order.
+pub fn hosts_lookup(hosts: &str, name: &str) -> Vec<IpAddr> {
+    let wanted = name.trim_end_matches('.');
+    let mut out = Vec::new();
+    for line in hosts.lines() {
+        let line = line.split('#').next().unwrap_or("");
+        let mut words = line.split_whitespace();
+        let Some(Ok(addr)) = words.next().map(|w| w.split('%').next().unwrap_or(w).parse::<IpAddr>()) else {
+            continue;
+        };
+        if words.any(|w| w.trim_end_matches('.').eq_ignore_ascii_case(wanted)) && !out.contains(&addr) {
+            out.push(addr);
+        }
+    }
+    out
+}
+
+/// Does the `hosts:` line of nsswitch.conf consult `files` before `dns`? With no file,
+/// or no `hosts:` line, files come first (musl always reads /etc/hosts first).
+pub fn files_before_dns(nsswitch: Option<&str>) -> bool {
+    let Some(text) = nsswitch else { return true };
+    let Some(line) = text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).find(|l| l.starts_with("hosts:"))
+    else {
+        return true;
+    };
+    let sources: Vec<&str> = line["hosts:".len()..].split_whitespace().filter(|w| !w.starts_with('[')).collect();
+    match (sources.iter().position(|s| *s == "files"), sources.iter().position(|s| *s == "dns")) {
+        (Some(f), Some(d)) => f < d,
+        (Some(_), None) => true,
+        (None, Some(_)) => false,
+        (None, None) => true,
+    }
+}
+
+/// Resolves `name` as the client's libc would: an address literal as is; otherwise the
+/// hosts file and DNS in nsswitch order, the first source with an answer winning.
+pub async fn resolve_like_libc(
+    resolver: &ClientResolver,
+    hosts: &str,
+    nsswitch: Option<&str>,
+    name: &str,
+) -> Result<NameAnswer, DnsError> {
+    if let Ok(ip) = name.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+        return Ok(NameAnswer { source: AnswerSource::Literal, addrs: vec![ip] });
+    }
+    let from_files = || NameAnswer { source: AnswerSource::HostsFile, addrs: hosts_lookup(hosts, name) };
+    if files_before_dns(nsswitch) {
+        let files = from_files();
+        if !files.addrs.is_empty() {
+            return Ok(files);
+        }
+        return Ok(NameAnswer { source: AnswerSource::Dns, addrs: resolver.lookup(name).await? });
+    }
+    let dns = resolver.lookup(name).await?;
+    if dns.is_empty() {
+        let files = from_files();
+        if !files.addrs.is_empty() {
+            return Ok(files);
+        }
+    }
+    Ok(NameAnswer { source: AnswerSource::Dns, addrs: dns })
+}
+
 /// `cordon-wc-` and 16 random hex digits: a single label no deployment defines.
 pub fn random_label() -> String {
     format!("cordon-wc-{}", hex::encode(rand::random::<[u8; 8]>()))
@@ -314,6 +406,33 @@ mod tests {
         assert!(c.search.is_empty());
         let c = ResolvConf::parse("search x.example\ndomain only.example\n");
         assert_eq!(c.search, vec!["only.example"]);
+    }
+
+    #[test]
+    fn hosts_file_matches_names_and_aliases() {
+        let hosts = "127.0.0.1\tlocalhost\n10.240.1.5 native native.demo.test # pinned\n10.9.9.9 Other\n10.240.1.6 native\n";
+        assert_eq!(hosts_lookup(hosts, "native"), vec![IpAddr::from([10, 240, 1, 5]), IpAddr::from([10, 240, 1, 6])]);
+        assert_eq!(hosts_lookup(hosts, "NATIVE.demo.test."), vec![IpAddr::from([10, 240, 1, 5])]);
+        assert_eq!(hosts_lookup(hosts, "other"), vec![IpAddr::from([10, 9, 9, 9])]);
+        assert!(hosts_lookup(hosts, "pinned").is_empty(), "comments are not names");
+    }
+
+    #[test]
+    fn nsswitch_order() {
+        assert!(files_before_dns(None));
+        assert!(files_before_dns(Some("passwd: files\nhosts: files dns\n")));
+        assert!(!files_before_dns(Some("hosts: dns [!UNAVAIL=return] files\n")));
+        assert!(files_before_dns(Some("hosts: files mdns4_minimal [NOTFOUND=return] dns\n")));
+        assert!(!files_before_dns(Some("hosts: dns\n")));
+    }
+
+    #[tokio::test]
+    async fn the_hosts_file_wins_without_asking_dns() {
+        let r = ClientResolver::from_resolv_conf("nameserver 127.0.0.1\n").unwrap();
+        let a = resolve_like_libc(&r, "10.1.2.3 native\n", None, "native").await.unwrap();
+        assert_eq!(a, NameAnswer { source: AnswerSource::HostsFile, addrs: vec![IpAddr::from([10, 1, 2, 3])] });
+        let lit = resolve_like_libc(&r, "", None, "10.0.0.7").await.unwrap();
+        assert_eq!(lit.source, AnswerSource::Literal);
     }
 
     #[test]

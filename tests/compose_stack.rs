@@ -39,7 +39,7 @@ fn the_reference_stack_passes_every_check_twenty_times_in_a_row() {
         families.into_iter().collect::<Vec<_>>(),
         ["contract", "disabled", "reach", "route", "session", "sidecar"]
     );
-    assert_eq!(first.len(), 41, "{first:#?}");
+    assert_eq!(first.len(), 44, "{first:#?}");
     assert_no_token_in(&stack, results.path(), &[&stdout, &stderr]);
 
     for run in 2..=20 {
@@ -164,6 +164,7 @@ fn a_missing_project_is_an_infrastructure_error_that_says_what_to_do() {
             ("LEGACY_TOKEN", "x-legacy-token"),
             ("MODERN_TOKEN", "x-modern-token"),
             ("GITEA_TOKEN", "x-gitea-token"),
+            ("WIKI_TOKEN", "x-wiki-token"),
         ])
         .output()
         .unwrap();

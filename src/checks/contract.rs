@@ -1,23 +1,25 @@
-//! `contract::<provider>::{tools,read,anonymous,wrong_bearer,foreign_bearer}`.
+//! `contract::<provider>::{tools,read,anonymous,wrong_bearer,foreign_bearer}`, at every
+//! replica of the provider.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
+use futures_util::future::{BoxFuture, join_all};
 use serde_json::Value;
 
-use super::{attempt_from_error, refusal, with_provider_endpoint};
-use crate::config::{Expectation, Family, Provider, ReadSpec, Scenario};
-use crate::mcp::{Endpoint, Limits, McpClient, Session, Tool, ToolResult, schema_hash};
-use crate::model::{Attempt, CheckName};
+use super::session::{SessionPlan, SessionRun, judge_runs, run_session};
+use super::{contract_vantage, refusal, run_at};
+use crate::config::{Expectation, Family, Provider, Scenario};
+use crate::mcp::{Era, EraChoice, Tool, ToolResult, schema_hash};
+use crate::model::{Attempt, CheckName, Finding, FindingKind};
 use crate::runner::{Check, Probe, RunContext, named};
-use crate::secret::Secret;
+use crate::text::name_list;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         let id = &provider.id;
-        let aspect = |a: &str| CheckName::with_aspect(Family::Contract, id.clone(), a);
+        let aspect = |a: &str| CheckName::of_provider(Family::Contract, id, Some(a));
         checks.push(named(aspect("tools"), ToolsCheck { provider: id.clone() }));
         checks.push(named(aspect("read"), ReadCheck { provider: id.clone() }));
         for bearer in [refusal::Bearer::Anonymous, refusal::Bearer::Wrong, refusal::Bearer::Foreign] {
@@ -27,94 +29,175 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     checks
 }
 
-/// Opens a session at `endpoint` with `secret`.
-pub async fn open_session(
-    endpoint: Endpoint,
-    secret: Secret,
-    limits: Limits,
-    mut evidence: Vec<String>,
-) -> Result<(McpClient, Session, Vec<String>), Attempt> {
-    let url = endpoint.url.clone();
-    evidence.push(match endpoint.pin {
-        Some(pin) => format!("endpoint: {url} at {pin} ({:?})", endpoint.transport),
-        None => format!("endpoint: {url} ({:?})", endpoint.transport),
-    });
-    let client = match McpClient::new(endpoint, Some(secret), limits) {
-        Ok(c) => c,
-        Err(e) => return Err(attempt_from_error("cannot build the HTTP client", &e, evidence)),
-    };
-    match client.connect().await {
-        Ok(session) => {
-            evidence.push(format!("era: {:?}", session.era));
-            Ok((client, session, evidence))
-        }
-        Err(e) => Err(attempt_from_error(&format!("session with {url} refused or failed"), &e, evidence)),
-    }
-}
-
 struct ToolsCheck {
     provider: String,
+}
+
+/// One replica's listings: in the era the server offers first, and — when that was
+/// 2026-07-28 — again through the `initialize` handshake older clients use.
+#[derive(Clone, Debug)]
+pub struct ToolsObservation {
+    pub first: SessionRun,
+    pub handshake: Option<SessionRun>,
 }
 
 impl Probe for ToolsCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
+            let vantage = match contract_vantage(ctx, &provider) {
+                Ok(v) => v,
+                Err(attempt) => return attempt,
+            };
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
-            with_provider_endpoint(ctx, &provider.clone(), move |endpoint, evidence| async move {
-                let (client, session, mut evidence) = match open_session(endpoint, secret, limits, evidence).await {
-                    Ok(s) => s,
-                    Err(attempt) => return attempt,
-                };
-                let listed = client.list_tools(&session).await;
-                client.close(session).await;
-                match listed {
-                    Ok(tools) => judge_tools(&provider, &tools, &mut evidence),
-                    Err(e) => attempt_from_error("tools/list failed", &e, evidence),
-                }
+            let endpoints = vantage.endpoints.clone();
+            let observed = run_at(ctx, &vantage, move |_view| async move {
+                join_all(endpoints.into_iter().map(|(replica, endpoint)| {
+                    let plan = SessionPlan {
+                        replica,
+                        endpoint,
+                        secret: secret.clone(),
+                        limits: limits.clone(),
+                        era: EraChoice::Auto,
+                        list: true,
+                        read: None,
+                    };
+                    async move {
+                        let first = run_session(plan.clone()).await;
+                        let handshake = match first.era {
+                            Some(Era::Stateless2026) => {
+                                Some(run_session(SessionPlan { era: EraChoice::Handshake, ..plan }).await)
+                            }
+                            _ => None,
+                        };
+                        ToolsObservation { first, handshake }
+                    }
+                }))
+                .await
             })
-            .await
+            .await;
+            match observed {
+                Ok(observations) => judge_tools_everywhere(&provider, &observations, vec![format!("probed from {}", vantage.label)]),
+                Err(attempt) => attempt,
+            }
         })
     }
 }
 
+/// Pure: every replica, in every era it speaks, serves exactly the allowlist.
+pub fn judge_tools_everywhere(provider: &Provider, observations: &[ToolsObservation], mut evidence: Vec<String>) -> Attempt {
+    let mut findings = Vec::new();
+    let many = observations.len() > 1;
+    for o in observations {
+        let runs: Vec<&SessionRun> = std::iter::once(&o.first).chain(o.handshake.as_ref()).collect();
+        match judge_runs(&[o.first.clone()], None, vec![]) {
+            Attempt::Pass { evidence: e } => evidence.extend(e),
+            failed_or_waiting => return with_evidence(failed_or_waiting, evidence),
+        }
+        let Some(tools) = &o.first.tools else { continue };
+        let prefix = if many { format!("{}: ", o.first.replica) } else { String::new() };
+        let (f, e) = judge_tools(provider, tools);
+        evidence.extend(e.into_iter().map(|l| format!("{prefix}{l}")));
+        findings.extend(f.into_iter().map(|mut f| {
+            f.message = format!("{prefix}{}", f.message);
+            f.fact("replica", &o.first.replica)
+        }));
+        if let Some(hs) = runs.get(1) {
+            evidence.extend(hs.evidence().into_iter().map(|l| format!("{l} (initialize handshake)")));
+            if let Some(old) = &hs.tools {
+                let modern: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+                let handshake: BTreeSet<&str> = old.iter().map(|t| t.name.as_str()).collect();
+                if modern != handshake {
+                    let only_old: Vec<&str> = handshake.difference(&modern).copied().collect();
+                    let only_new: Vec<&str> = modern.difference(&handshake).copied().collect();
+                    findings.push(
+                        Finding::new(
+                            FindingKind::ErasDisagree,
+                            format!(
+                                "{prefix}the eras serve different tools: only through initialize [{}], only through server/discover [{}]",
+                                name_list(only_old, 20),
+                                name_list(only_new, 20)
+                            ),
+                        )
+                        .fact("replica", &o.first.replica),
+                    );
+                }
+                let (f, _) = judge_tools(provider, old);
+                findings.extend(f.into_iter().map(|mut f| {
+                    f.message = format!("{prefix}through the initialize handshake: {}", f.message);
+                    f
+                }));
+            }
+        }
+    }
+    findings.dedup_by(|a, b| a.message == b.message);
+    Attempt::from_findings(findings, evidence)
+}
+
+fn with_evidence(attempt: Attempt, mut evidence: Vec<String>) -> Attempt {
+    match attempt {
+        Attempt::Fail { findings, evidence: e } => {
+            evidence.extend(e);
+            Attempt::Fail { findings, evidence }
+        }
+        Attempt::NotReady { reason, evidence: e } => {
+            evidence.extend(e);
+            Attempt::NotReady { reason, evidence }
+        }
+        other => other,
+    }
+}
+
 /// The served set must equal the allowlist exactly: a subset is as wrong as a superset.
-pub fn judge_tools(provider: &Provider, tools: &[Tool], evidence: &mut Vec<String>) -> Attempt {
+/// Returns the findings and the evidence lines.
+pub fn judge_tools(provider: &Provider, tools: &[Tool]) -> (Vec<Finding>, Vec<String>) {
     let served: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let allowed: BTreeSet<&str> = provider.tools.allowlist.iter().map(String::as_str).collect();
     let hash = schema_hash(tools);
-    evidence.push(format!("served: [{}]", served.iter().copied().collect::<Vec<_>>().join(", ")));
-    evidence.push(format!("allowlist: [{}]", allowed.iter().copied().collect::<Vec<_>>().join(", ")));
-    evidence.push(format!("schema_sha256: {hash}"));
+    let evidence = vec![
+        format!("served: [{}]", name_list(served.iter().copied(), 40)),
+        format!("allowlist: [{}]", name_list(allowed.iter().copied(), 40)),
+        format!("schema_sha256: {hash}"),
+    ];
     let mut problems = Vec::new();
     if served.len() != tools.len() {
-        problems.push(format!("{} tool name(s) served more than once", tools.len() - served.len()));
+        problems.push(Finding::new(
+            FindingKind::ToolsMismatch,
+            format!("{} tool name(s) served more than once", tools.len() - served.len()),
+        ));
     }
     let extra: Vec<&str> = served.difference(&allowed).copied().collect();
     let missing: Vec<&str> = allowed.difference(&served).copied().collect();
     let mutating: Vec<&str> =
         served.iter().copied().filter(|t| provider.tools.mutating.iter().any(|m| m == t)).collect();
     if !provider.tools.mutating_enabled && !mutating.is_empty() {
-        problems.push(format!("mutating tool(s) served while mutating tools are not enabled: {}", mutating.join(", ")));
+        problems.push(Finding::new(
+            FindingKind::MutatingToolServed,
+            format!("mutating tool(s) served while mutating tools are not enabled: {}", name_list(mutating, 20)),
+        ));
     }
     if !extra.is_empty() {
-        problems.push(format!("serves tool(s) outside the allowlist: {}", extra.join(", ")));
+        problems.push(Finding::new(
+            FindingKind::ToolsMismatch,
+            format!("serves tool(s) outside the allowlist: {}", name_list(extra, 20)),
+        ));
     }
     if !missing.is_empty() {
-        problems
-            .push(format!("does not serve allowlisted tool(s): {} (a subset is not the contract)", missing.join(", ")));
+        problems.push(Finding::new(
+            FindingKind::ToolsMismatch,
+            format!("does not serve allowlisted tool(s): {} (a subset is not the contract)", name_list(missing, 20)),
+        ));
     }
     if let Some(pinned) = &provider.tools.schema_sha256
         && *pinned != hash
     {
-        problems.push(format!("tool schema hash {hash} differs from the pinned {pinned}"));
+        problems.push(Finding::new(
+            FindingKind::SchemaPinMismatch,
+            format!("tool schema hash {hash} differs from the pinned {pinned}"),
+        ));
     }
-    if problems.is_empty() {
-        Attempt::Pass { evidence: std::mem::take(evidence) }
-    } else {
-        Attempt::fail(problems.join("; "), std::mem::take(evidence))
-    }
+    (problems, evidence)
 }
 
 struct ReadCheck {
@@ -124,7 +207,7 @@ struct ReadCheck {
 impl Probe for ReadCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario");
+            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
             let Some(read) = provider.read.clone() else {
                 return Attempt::Skip {
                     reason: format!(
@@ -133,66 +216,68 @@ impl Probe for ReadCheck {
                     ),
                 };
             };
+            let vantage = match contract_vantage(ctx, &provider) {
+                Ok(v) => v,
+                Err(attempt) => return attempt,
+            };
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
-            with_provider_endpoint(ctx, provider, move |endpoint, evidence| async move {
-                match open_session(endpoint, secret, limits, evidence).await {
-                    Ok((client, session, evidence)) => deterministic_read(&client, session, &read, evidence).await,
-                    Err(attempt) => attempt,
-                }
+            let endpoints = vantage.endpoints.clone();
+            let spec = read.clone();
+            let observed = run_at(ctx, &vantage, move |_view| async move {
+                join_all(endpoints.into_iter().map(|(replica, endpoint)| {
+                    run_session(SessionPlan {
+                        replica,
+                        endpoint,
+                        secret: secret.clone(),
+                        limits: limits.clone(),
+                        era: EraChoice::Auto,
+                        list: false,
+                        read: Some(spec.clone()),
+                    })
+                }))
+                .await
             })
-            .await
+            .await;
+            match observed {
+                Ok(runs) => judge_runs(&runs, Some(&read), vec![format!("probed from {}", vantage.label)]),
+                Err(attempt) => attempt,
+            }
         })
     }
 }
 
-/// Calls the read tool on an open session, closes it, and judges the result.
-pub async fn deterministic_read(
-    client: &McpClient,
-    session: Session,
-    read: &ReadSpec,
-    mut evidence: Vec<String>,
-) -> Attempt {
-    let called = client.call_tool(&session, &read.tool, read.arguments.clone()).await;
-    client.close(session).await;
-    evidence.push(format!("call: {}({})", read.tool, read.arguments));
-    match called {
-        Ok(result) => judge_read(&read.tool, &read.expect, &result, evidence),
-        Err(e) => attempt_from_error(&format!("tools/call {} failed", read.tool), &e, evidence),
-    }
-}
-
 pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evidence: Vec<String>) -> Attempt {
-    evidence.push(format!("result: {}", excerpt(&result.raw.to_string(), 400)));
+    evidence.push(format!("result: {}", crate::text::body_excerpt(result.raw.to_string().as_bytes(), 400)));
     if result.is_error {
-        return Attempt::fail(
-            format!("read tool `{tool}` returned isError: true: {}", excerpt(&result.text.join(" "), 200)),
+        return Attempt::failed(
+            vec![Finding::new(
+                FindingKind::ReadFailed,
+                format!(
+                    "read tool `{tool}` returned isError: true: {}",
+                    crate::text::body_excerpt(result.text.join(" ").as_bytes(), 200)
+                ),
+            )],
             evidence,
         );
     }
+    let failed = |message: String| Attempt::failed(vec![Finding::new(FindingKind::ReadFailed, message)], evidence.clone());
     match expect {
         Expectation::TextContains(needle) => {
             if result.text.iter().any(|t| t.contains(needle.as_str())) {
                 Attempt::Pass { evidence }
             } else {
-                Attempt::fail(format!("read tool `{tool}` returned no text containing {needle:?}"), evidence)
+                failed(format!("read tool `{tool}` returned no text containing {needle:?}"))
             }
         }
         Expectation::JsonSubset(expected) => {
-            let candidates = result
-                .structured
-                .iter()
-                .cloned()
-                .chain(result.text.iter().filter_map(|t| serde_json::from_str::<Value>(t).ok()));
-            for candidate in candidates {
-                if json_contains(&candidate, expected) {
-                    return Attempt::Pass { evidence };
-                }
+            let mut candidates =
+                result.structured.iter().cloned().chain(result.text.iter().filter_map(|t| serde_json::from_str::<Value>(t).ok()));
+            if candidates.any(|c| json_contains(&c, expected)) {
+                Attempt::Pass { evidence }
+            } else {
+                failed(format!("read tool `{tool}` returned nothing (structuredContent or JSON text) containing {expected}"))
             }
-            Attempt::fail(
-                format!("read tool `{tool}` returned nothing (structuredContent or JSON text) containing {expected}"),
-                evidence,
-            )
         }
     }
 }
@@ -207,29 +292,8 @@ pub fn json_contains(actual: &Value, expected: &Value) -> bool {
     }
 }
 
-pub fn excerpt(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_string()
-    } else {
-        format!("{}…", text.chars().take(max).collect::<String>())
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn json_subset_matches_nested_objects() {
-        assert!(json_contains(&json!({"result": 5, "x": {"a": 1, "b": 2}}), &json!({"x": {"a": 1}})));
-        assert!(!json_contains(&json!({"result": 5}), &json!({"result": 6})));
-        assert!(!json_contains(&json!([1, 2]), &json!([1])));
-    }
-}
-
-#[cfg(test)]
-mod tools_diff_tests {
     use super::*;
     use crate::config::ToolsContract;
     use crate::mcp::Transport;
@@ -262,71 +326,84 @@ mod tools_diff_tests {
     fn tools(names: &[&str]) -> Vec<Tool> {
         names
             .iter()
-            .map(|n| Tool {
-                name: n.to_string(),
-                description: None,
-                input_schema: json!({"type": "object"}),
-                raw: json!({"name": n}),
-            })
+            .map(|n| Tool { name: n.to_string(), description: None, input_schema: json!({"type": "object"}) })
             .collect()
     }
 
-    fn reason(a: Attempt) -> String {
+    fn run(replica: &str, era: Option<Era>, names: Option<&[&str]>) -> SessionRun {
+        SessionRun {
+            replica: replica.into(),
+            era,
+            hops: vec![],
+            failed: None,
+            tools: names.map(tools),
+            read: None,
+        }
+    }
+
+    fn kinds(a: &Attempt) -> Vec<FindingKind> {
         match a {
-            Attempt::Fail { reason, .. } => reason,
-            other => panic!("expected a failure, got {other:?}"),
+            Attempt::Fail { findings, .. } => findings.iter().map(|f| f.kind).collect(),
+            _ => vec![],
         }
     }
 
     #[test]
     fn exact_set_passes_and_records_the_hash() {
-        let mut evidence = vec![];
-        let a = judge_tools(&provider(&["a", "b"], &[], None), &tools(&["b", "a"]), &mut vec![]);
-        assert!(matches!(a, Attempt::Pass { .. }));
+        let (f, e) = judge_tools(&provider(&["a", "b"], &[], None), &tools(&["b", "a"]));
+        assert!(f.is_empty());
+        assert!(e[2].starts_with("schema_sha256: "));
         let hash = schema_hash(&tools(&["a", "b"]));
-        assert!(matches!(
-            judge_tools(&provider(&["a", "b"], &[], Some(&hash)), &tools(&["a", "b"]), &mut evidence),
-            Attempt::Pass { .. }
-        ));
-        assert!(evidence.is_empty(), "evidence moves into the attempt");
+        assert!(judge_tools(&provider(&["a", "b"], &[], Some(&hash)), &tools(&["a", "b"])).0.is_empty());
     }
 
     #[test]
     fn subset_superset_mutating_duplicates_and_pin_each_fail() {
-        assert!(
-            reason(judge_tools(&provider(&["a", "b"], &[], None), &tools(&["a"]), &mut vec![]))
-                .contains("does not serve allowlisted tool(s): b")
-        );
-        let r = reason(judge_tools(&provider(&["a"], &["drop"], None), &tools(&["a", "drop"]), &mut vec![]));
+        let msg = |p: Provider, t: &[&str]| {
+            judge_tools(&p, &tools(t)).0.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join("; ")
+        };
+        assert!(msg(provider(&["a", "b"], &[], None), &["a"]).contains("does not serve allowlisted tool(s): b"));
+        let r = msg(provider(&["a"], &["drop"], None), &["a", "drop"]);
         assert!(r.contains("outside the allowlist: drop") && r.contains("mutating tool(s) served"), "{r}");
-        assert!(
-            reason(judge_tools(&provider(&["a"], &[], None), &tools(&["a", "a"]), &mut vec![]))
-                .contains("served more than once")
-        );
-        assert!(
-            reason(judge_tools(&provider(&["a"], &[], Some(&"0".repeat(64))), &tools(&["a"]), &mut vec![]))
-                .contains("differs from the pinned")
-        );
+        assert!(msg(provider(&["a"], &[], None), &["a", "a"]).contains("served more than once"));
+        assert!(msg(provider(&["a"], &[], Some(&"0".repeat(64))), &["a"]).contains("differs from the pinned"));
+    }
+
+    #[test]
+    fn every_replica_and_every_era_is_judged() {
+        let p = provider(&["add", "echo"], &["delete_everything"], None);
+        let good = ToolsObservation { first: run("r1", Some(Era::Stateless2026), Some(&["add", "echo"])), handshake: None };
+        assert!(judge_tools_everywhere(&p, &[good.clone()], vec![]).is_pass());
+        // A mutating tool shown only to clients that use the initialize handshake.
+        let eras = ToolsObservation {
+            first: run("r1", Some(Era::Stateless2026), Some(&["add", "echo"])),
+            handshake: Some(run("r1", Some(Era::Stateful { protocol_version: "2025-06-18".into() }), Some(&["add", "echo", "delete_everything"]))),
+        };
+        let k = kinds(&judge_tools_everywhere(&p, &[eras], vec![]));
+        assert!(k.contains(&FindingKind::ErasDisagree) && k.contains(&FindingKind::MutatingToolServed), "{k:?}");
+        // One replica of two serves an extra tool.
+        let bad = ToolsObservation { first: run("r2", None, Some(&["add", "echo", "x"])), handshake: None };
+        let a = judge_tools_everywhere(&p, &[good, bad], vec![]);
+        match &a {
+            Attempt::Fail { findings, .. } => assert!(findings[0].message.starts_with("r2: "), "{findings:?}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
     fn read_expectations() {
         let result = ToolResult { is_error: false, text: vec!["{\"n\": 5}".into()], structured: None, raw: json!({}) };
-        assert!(matches!(
-            judge_read("t", &Expectation::JsonSubset(json!({"n": 5})), &result, vec![]),
-            Attempt::Pass { .. }
-        ));
-        assert!(matches!(
-            judge_read("t", &Expectation::TextContains("5".into()), &result, vec![]),
-            Attempt::Pass { .. }
-        ));
-        assert!(
-            reason(judge_read("t", &Expectation::TextContains("6".into()), &result, vec![]))
-                .contains("no text containing")
-        );
+        assert!(judge_read("t", &Expectation::JsonSubset(json!({"n": 5})), &result, vec![]).is_pass());
+        assert!(judge_read("t", &Expectation::TextContains("5".into()), &result, vec![]).is_pass());
+        assert_eq!(kinds(&judge_read("t", &Expectation::TextContains("6".into()), &result, vec![])), vec![FindingKind::ReadFailed]);
         let failed = ToolResult { is_error: true, ..result };
-        assert!(
-            reason(judge_read("t", &Expectation::TextContains("5".into()), &failed, vec![])).contains("isError: true")
-        );
+        assert_eq!(kinds(&judge_read("t", &Expectation::TextContains("5".into()), &failed, vec![])), vec![FindingKind::ReadFailed]);
+    }
+
+    #[test]
+    fn json_subset_matches_nested_objects() {
+        assert!(json_contains(&json!({"result": 5, "x": {"a": 1, "b": 2}}), &json!({"x": {"a": 1}})));
+        assert!(!json_contains(&json!({"result": 5}), &json!({"result": 6})));
+        assert!(!json_contains(&json!([1, 2]), &json!([1])));
     }
 }

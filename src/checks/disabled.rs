@@ -1,25 +1,41 @@
-//! `disabled::<provider>`: a surface the platform switched off is dark from every client:
-//! its name resolves to nothing but the wildcard set, and no address of it — resolved or
-//! of a leftover container — gives any HTTP answer (a 401 means something still listens).
+//! `disabled::<provider>`: a surface the platform switched off is dark, and its
+//! credential is dead.
+//!
+//! From every client's namespace: the name resolves to nothing outside the wildcard set,
+//! and no address of it — resolved, or of a leftover container — accepts TCP or gives
+//! any HTTP answer (a 401 means something still listens). From a position on every
+//! network the provider declared and every network its former consumers sit on: every
+//! MCP listener there (any container, any listening port) refuses the disabled
+//! provider's credential — a leftover under another service name that still accepts it
+//! fails.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use futures_util::future::{BoxFuture, join_all};
+use serde::{Deserialize, Serialize};
 
-use super::position::{ClientView, Position, join, pinned, tcp_connect};
-use super::refusal::summarize;
+use super::name::{self, NameSeen};
+use super::reach::Door;
+use super::refusal::Try;
+use super::route::listeners_of;
+use super::session::ErrorSeen;
+use super::{pinned, tcp_connect};
 use crate::config::{Family, Provider, Scenario};
-use crate::mcp::{EntryPoint, Limits, McpClient};
-use crate::model::{Attempt, CheckName};
+use crate::deployment::Deployment;
+use crate::engine::Target;
+use crate::mcp::{Ask, EntryPoint, Exchange, Limits, McpClient};
+use crate::model::{Attempt, CheckName, Finding, FindingKind};
 use crate::runner::{Check, Probe, RunContext, named};
+use crate::secret::Secret;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     scenario
         .providers
         .iter()
         .filter(|p| p.disabled)
-        .map(|p| named(CheckName::new(Family::Disabled, p.id.clone()), DisabledCheck { provider: p.id.clone() }))
+        .map(|p| named(CheckName::of_provider(Family::Disabled, &p.id, None), DisabledCheck { provider: p.id.clone() }))
         .collect()
 }
 
@@ -27,18 +43,34 @@ struct DisabledCheck {
     provider: String,
 }
 
-/// What one client saw: findings that fail the check, and evidence.
-struct Seen {
-    findings: Vec<String>,
-    evidence: Vec<String>,
-    not_ready: Option<String>,
+/// What one position saw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Look {
+    pub position: String,
+    /// How a client resolves the name (network positions do not judge names).
+    pub name: Option<NameSeen>,
+    /// TCP to every resolved or leftover address on the endpoint port.
+    pub knocks: Vec<(SocketAddr, Result<(), String>)>,
+    /// A GET (event stream) and a POST (`tools/list`) with no bearer, wherever TCP opened.
+    pub answers: Vec<Try>,
+    /// The disabled credential presented at every listener on this position's networks.
+    pub credential: Vec<(Door, Vec<Try>)>,
+}
+
+/// One place to look from, and what to try there.
+struct Position {
+    target: Target,
+    label: String,
+    resolve: bool,
+    doors: Vec<Door>,
 }
 
 impl Probe for DisabledCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let (topology, provider) = ctx.deployment(&self.provider);
+            let (deployment, provider) = ctx.deployment(&self.provider);
             let provider = provider.clone();
+            let topology = deployment.topology();
             let leftovers: Vec<(IpAddr, String)> = topology
                 .running(&provider.service)
                 .iter()
@@ -52,141 +84,340 @@ impl Probe for DisabledCheck {
                     leftovers.iter().map(|(a, n)| format!("{n} at {a}")).collect::<Vec<_>>().join(", ")
                 ),
             }];
-            let mut positions = Vec::new();
-            let mut seen_ids = Vec::new();
-            for client in &ctx.scenario.clients {
-                if let Some(target) = topology.running(&client.service).first() {
-                    seen_ids.push(target.id.clone());
-                    positions.push((Position::of(&format!("client {}", client.id), target), true));
-                }
-            }
-            // The provider's own network, seen by whatever else runs on it. Only TCP and
-            // HTTP are judged there: that container's resolver is not a client's.
-            for network in &provider.networks {
-                let on_it = topology.services.values().flatten().find(|t| {
-                    !seen_ids.contains(&t.id)
-                        && t.attachments.iter().any(|a| topology.network_key(&a.network) == network)
-                });
-                match on_it {
-                    Some(target) => {
-                        seen_ids.push(target.id.clone());
-                        positions
-                            .push((Position::of(&format!("network {network} via {}", target.service), target), false));
-                    }
-                    None => evidence.push(format!("network {network}: no other running container on it to look from")),
-                }
-            }
+            let positions = match positions(&deployment, ctx, &provider, &mut evidence).await {
+                Ok(p) => p,
+                Err(attempt) => return attempt,
+            };
             if positions.is_empty() {
-                return Attempt::not_ready("no running client container to look from", evidence);
+                return Attempt::not_ready("no running container to look from", evidence);
             }
+            let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
-            let seen = join_all(positions.into_iter().map(|(position, resolve)| {
+            let looks = join_all(positions.into_iter().map(|pos| {
                 let provider = provider.clone();
-                let leftovers = leftovers.clone();
+                let leftovers: Vec<IpAddr> = leftovers.iter().map(|(a, _)| *a).collect();
+                let secret = secret.clone();
                 let limits = limits.clone();
-                let label = position.label();
+                let deployment = deployment.clone();
                 async move {
-                    let mut seen = Seen { findings: vec![], evidence: vec![], not_ready: None };
-                    let attempt = position
-                        .run(move |netns| async move {
-                            let netns = netns.expect("a container position runs in a namespace");
-                            look_from(&label, &netns, resolve, &provider, &leftovers, limits).await
+                    let label = pos.label.clone();
+                    let target = pos.target.clone();
+                    deployment
+                        .run_in(&target, &label, move |view| async move {
+                            look(&view, pos.resolve, &pos.label, pos.doors, &provider, &leftovers, secret, limits).await
                         })
-                        .await;
-                    match attempt {
-                        Attempt::Fail { reason, evidence } => {
-                            seen.findings.push(reason);
-                            seen.evidence = evidence;
-                        }
-                        Attempt::Pass { evidence } => seen.evidence = evidence,
-                        Attempt::NotReady { reason, evidence } => {
-                            seen.not_ready = Some(reason);
-                            seen.evidence = evidence;
-                        }
-                        Attempt::Skip { reason } => seen.evidence.push(reason),
-                    }
-                    seen
+                        .await
+                        .and_then(|r| r)
                 }
             }))
             .await;
-            let mut findings = Vec::new();
-            let mut not_ready = Vec::new();
-            for s in seen {
-                findings.extend(s.findings);
-                not_ready.extend(s.not_ready);
-                evidence.extend(s.evidence);
+            let mut seen = Vec::new();
+            for l in looks {
+                match l {
+                    Ok(look) => seen.push(look),
+                    Err(attempt) => return attempt,
+                }
             }
-            if !findings.is_empty() {
-                Attempt::fail(findings.join("; "), evidence)
-            } else if !not_ready.is_empty() {
-                Attempt::not_ready(not_ready.join("; "), evidence)
-            } else {
-                Attempt::Pass { evidence }
-            }
+            judge(&provider.url.to_string(), &seen, evidence)
         })
     }
 }
 
-async fn look_from(
-    label: &str,
-    netns: &crate::netns::NetnsContext,
-    resolve: bool,
+/// Every client, and a container on each network the provider declared or its former
+/// consumers sit on; each network's listeners are tried from the first position on it.
+async fn positions(
+    deployment: &Arc<Deployment>,
+    ctx: &RunContext,
     provider: &Provider,
-    leftovers: &[(IpAddr, String)],
-    limits: Limits,
-) -> Attempt {
-    let host = provider.url.host_str().unwrap_or_default().to_string();
-    let port = provider.url.port_or_known_default().unwrap_or(80);
-    let mut evidence = Vec::new();
-    let mut findings = Vec::new();
-    let mut routed = Vec::new();
-    if resolve {
-        let view = match ClientView::learn(netns).await {
-            Ok(v) => v,
-            Err(attempt) => return attempt,
-        };
-        let answers = match view.resolver.lookup(&host).await {
-            Ok(a) => a,
-            Err(e) => return Attempt::not_ready(format!("{label}: resolving {host}: {e}"), vec![]),
-        };
-        routed = answers.iter().copied().filter(|a| !view.wildcard.contains(a)).collect();
-        evidence.push(format!("{label}: {host} → [{}]; {}", join(&answers), view.wildcard_evidence()));
-        if !routed.is_empty() {
-            findings.push(format!(
-                "still routed: from {label} `{host}` resolves to [{}] outside the wildcard set",
-                join(&routed)
-            ));
+    evidence: &mut Vec<String>,
+) -> Result<Vec<Position>, Attempt> {
+    let topology = deployment.topology();
+    let mut out: Vec<Position> = Vec::new();
+    for client in &ctx.scenario.clients {
+        if let Some(target) = topology.running(&client.service).first() {
+            out.push(Position { target: target.clone(), label: format!("client {}", client.id), resolve: true, doors: vec![] });
         }
     }
-    if !resolve {
-        evidence.push(format!("{label}: probing the surface's container addresses, if any, on port {port}"));
-    }
-    let mut targets: Vec<IpAddr> = routed;
-    targets.extend(leftovers.iter().map(|(a, _)| *a));
-    targets.sort();
-    targets.dedup();
-    for addr in targets {
-        if let Err(e) = tcp_connect(SocketAddr::new(addr, port), limits.connect_timeout).await {
-            evidence.push(format!("{label}: {addr}:{port}: {e}"));
-            continue;
-        }
-        findings.push(format!("still accepting TCP: from {label} {addr}:{port}"));
-        let client = match McpClient::new(pinned(provider, addr), None, limits.clone()) {
-            Ok(c) => c,
-            Err(e) => return Attempt::fail(format!("cannot build the HTTP client: {e}"), evidence),
-        };
-        for entry in [EntryPoint::SseGet, EntryPoint::ToolsList] {
-            match client.raw_exchange(entry, None).await {
-                Ok(answer) => {
-                    evidence.push(format!("{label}: {}", summarize(&answer)));
-                    findings.push(format!(
-                        "still listening: from {label} {} at {addr}:{port} answered {}",
-                        entry, answer.status
-                    ));
-                }
-                Err(e) => evidence.push(format!("{label}: {entry} at {addr}:{port}: no HTTP answer ({e})")),
+    let mut networks: BTreeSet<String> = provider.networks.iter().cloned().collect();
+    for consumer in &provider.allowed_consumers {
+        if let Some(c) = ctx.scenario.clients.iter().find(|c| &c.id == consumer) {
+            for t in topology.running(&c.service) {
+                networks.extend(topology.network_keys_of(t));
             }
         }
     }
-    if findings.is_empty() { Attempt::Pass { evidence } } else { Attempt::fail(findings.join("; "), evidence) }
+    for network in &networks {
+        let on_it = topology.on_network(network);
+        let holder = out.iter().position(|p| topology.network_keys_of(&p.target).iter().any(|n| n == network));
+        let index = match holder {
+            Some(i) => i,
+            None => match on_it.first() {
+                Some(t) => {
+                    out.push(Position { target: (*t).clone(), label: format!("network {network} via {}", t.name), resolve: false, doors: vec![] });
+                    out.len() - 1
+                }
+                None => {
+                    evidence.push(format!("network {network}: no running container on it to look from"));
+                    continue;
+                }
+            },
+        };
+        let containers: Vec<Target> = on_it.into_iter().cloned().collect();
+        let listening = listeners_of(deployment, &containers).await?;
+        out[index].doors.extend(doors_on(&topology, network, &containers, &listening));
+    }
+    Ok(out)
+}
+
+/// Every listener of every container on `network`, at its address there.
+fn doors_on(
+    topology: &crate::topology::Topology,
+    network: &str,
+    containers: &[Target],
+    listening: &BTreeMap<String, Vec<crate::netns::procfs::Listener>>,
+) -> Vec<Door> {
+    let mut doors = Vec::new();
+    for t in containers {
+        for att in t.attachments.iter().filter(|a| topology.network_key(&a.network) == network) {
+            for addr in att.ipv4.map(IpAddr::V4).into_iter().chain(att.ipv6.map(IpAddr::V6)) {
+                for l in listening.get(&t.name).into_iter().flatten().filter(|l| l.accepts_on(addr)) {
+                    doors.push(Door {
+                        addr: SocketAddr::new(addr, l.addr.port()),
+                        container: t.name.clone(),
+                        network: network.to_string(),
+                        via: super::reach::Via::Direct,
+                    });
+                }
+            }
+        }
+    }
+    doors.sort_by_key(|d| d.addr);
+    doors.dedup();
+    doors
+}
+
+/// Runs in one position's namespace.
+#[allow(clippy::too_many_arguments)]
+async fn look(
+    view: &crate::netns::NsView,
+    resolve: bool,
+    label: &str,
+    doors: Vec<Door>,
+    provider: &Provider,
+    leftovers: &[IpAddr],
+    secret: Secret,
+    limits: Limits,
+) -> Result<Look, Attempt> {
+    let host = provider.url.host_str().unwrap_or_default().to_string();
+    let port = provider.url.port_or_known_default().unwrap_or(80);
+    let name = if resolve { Some(name::observe(view, &host).await?) } else { None };
+    let mut addrs: Vec<IpAddr> = name.as_ref().map(NameSeen::routed).unwrap_or_default();
+    addrs.extend(leftovers);
+    addrs.sort();
+    addrs.dedup();
+    let knocks: Vec<(SocketAddr, Result<(), String>)> = join_all(addrs.iter().map(|a| async move {
+        let target = SocketAddr::new(*a, port);
+        (target, tcp_connect(target, limits.connect_timeout).await)
+    }))
+    .await;
+    let no_names = BTreeSet::new();
+    let mut answers = Vec::new();
+    for (addr, _) in knocks.iter().filter(|(_, r)| r.is_ok()) {
+        let Ok(client) = McpClient::new(pinned(provider, addr.ip()), None, limits.clone()) else { continue };
+        for ask in [Ask::new(EntryPoint::SseGet), Ask::new(EntryPoint::ToolsList)] {
+            let outcome = client.exchange(&ask, &no_names).await.map_err(|e| ErrorSeen::from(&e));
+            answers.push(Try { ask, outcome });
+        }
+    }
+    // Listeners that speak no HTTP (a database, a DNS server) must not hold the look for
+    // long; what does not answer in time is recorded, not judged.
+    let short = std::time::Duration::from_secs(2);
+    let quick = Limits {
+        exchange_timeout: limits.exchange_timeout.min(short),
+        read_timeout: limits.read_timeout.min(short),
+        ..limits
+    };
+    let asks = [Ask::new(EntryPoint::Initialize), Ask::new(EntryPoint::Discover).modern(), Ask::new(EntryPoint::ToolsList).modern()];
+    let credential = join_all(doors.into_iter().map(|door| {
+        let client = McpClient::new(pinned(provider, door.addr.ip()).at_port(door.addr.port()), Some(secret.clone()), quick.clone());
+        let asks = asks.clone();
+        async move {
+            let Ok(client) = client else { return (door, vec![]) };
+            let none = BTreeSet::new();
+            let tries = join_all(asks.iter().map(|ask| async {
+                Try { ask: ask.clone(), outcome: client.exchange(ask, &none).await.map_err(|e| ErrorSeen::from(&e)) }
+            }))
+            .await;
+            (door, tries)
+        }
+    }))
+    .await;
+    Ok(Look { position: label.to_string(), name, knocks, answers, credential })
+}
+
+/// The disabled credential was honoured: a result, a session, or an inventory.
+fn grants(e: &Exchange) -> bool {
+    e.body.has_result()
+        || e.body.endpoint_event
+        || e.body.inventory
+        || ((200..300).contains(&e.status) && e.session_id.is_some())
+}
+
+/// Pure: no client routes the name, nothing accepts or answers, and no listener on the
+/// provider's networks honours its credential.
+pub fn judge(url: &str, looks: &[Look], mut evidence: Vec<String>) -> Attempt {
+    let mut findings = Vec::new();
+    for l in looks {
+        let from = &l.position;
+        if let Some(name) = &l.name {
+            evidence.extend(name.evidence().into_iter().map(|e| format!("{from}: {e}")));
+            let routed = name.routed();
+            if !routed.is_empty() {
+                findings.push(
+                    Finding::new(
+                        FindingKind::StillRouted,
+                        format!(
+                            "still routed: from {from} `{}` resolves to [{}] outside the wildcard set",
+                            name.host,
+                            super::join_addrs(&routed)
+                        ),
+                    )
+                    .fact("host", &name.host),
+                );
+            }
+        }
+        for (addr, r) in &l.knocks {
+            match r {
+                Ok(()) => findings.push(
+                    Finding::new(FindingKind::StillAccepting, format!("still accepting TCP: from {from} {addr}")).fact("addr", addr),
+                ),
+                Err(e) => evidence.push(format!("{from}: {addr}: {e}")),
+            }
+        }
+        for t in &l.answers {
+            match &t.outcome {
+                Ok(e) => {
+                    evidence.push(format!("{from}: {}", e.summary()));
+                    findings.push(
+                        Finding::new(
+                            FindingKind::StillListening,
+                            format!("still listening: from {from} {} at {} answered {}", t.ask.entry, e.url, e.status),
+                        )
+                        .fact("status", e.status),
+                    );
+                }
+                Err(e) => evidence.push(format!("{from}: {}: no HTTP answer ({})", t.ask, e.text)),
+            }
+        }
+        for (door, tries) in &l.credential {
+            let granted: Vec<&Exchange> = tries.iter().filter_map(|t| t.outcome.as_ref().ok()).filter(|e| grants(e)).collect();
+            match granted.first() {
+                Some(e) => {
+                    evidence.push(format!("{from}: {door}: {}", e.summary()));
+                    findings.push(
+                        Finding::new(
+                            FindingKind::CredentialAlive,
+                            format!(
+                                "the disabled provider's credential still works: {door} answered {} {} with {}",
+                                e.ask,
+                                e.status,
+                                if e.body.has_result() { "a result" } else { "a session" }
+                            ),
+                        )
+                        .fact("addr", door.addr)
+                        .fact("container", &door.container)
+                        .fact("network", &door.network),
+                    );
+                }
+                None => {
+                    let statuses: Vec<String> = tries
+                        .iter()
+                        .map(|t| match &t.outcome {
+                            Ok(e) => e.status.to_string(),
+                            Err(_) => "no answer".into(),
+                        })
+                        .collect();
+                    evidence.push(format!("{from}: credential at {door}: {}", statuses.join(", ")));
+                }
+            }
+        }
+    }
+    evidence.insert(0, format!("endpoint: {url}"));
+    Attempt::from_findings(findings, evidence)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dns::{AnswerSource, NameAnswer, WildcardSet};
+    use crate::mcp::{BodyFacts, RpcFacts};
+
+    fn dark(position: &str) -> Look {
+        Look {
+            position: position.into(),
+            name: Some(NameSeen {
+                host: "wiki".into(),
+                wildcard: WildcardSet { addrs: ["10.0.0.99".parse().unwrap()].into(), ..Default::default() },
+                answer: NameAnswer { source: AnswerSource::Dns, addrs: vec!["10.0.0.99".parse().unwrap()] },
+            }),
+            knocks: vec![],
+            answers: vec![],
+            credential: vec![],
+        }
+    }
+
+    fn exchange(ask: Ask, status: u16, result: bool) -> Exchange {
+        Exchange {
+            ask,
+            method: "POST".into(),
+            url: "http://wiki:8000/mcp".into(),
+            status,
+            content_type: None,
+            content_encoding: None,
+            location: None,
+            www_authenticate: None,
+            session_id: None,
+            hops: vec![],
+            body: BodyFacts { messages: if result { vec![RpcFacts { result: true, error_code: None }] } else { vec![] }, ..Default::default() },
+        }
+    }
+
+    fn kinds(a: Attempt) -> Vec<FindingKind> {
+        match a {
+            Attempt::Fail { findings, .. } => findings.into_iter().map(|f| f.kind).collect(),
+            _ => vec![],
+        }
+    }
+
+    #[test]
+    fn a_dark_surface_passes() {
+        assert!(judge("u", &[dark("client a")], vec![]).is_pass());
+    }
+
+    #[test]
+    fn routed_accepting_listening_and_a_live_credential_each_fail() {
+        let mut l = dark("client a");
+        l.name.as_mut().unwrap().answer.addrs = vec!["10.0.1.9".parse().unwrap()];
+        assert_eq!(kinds(judge("u", &[l], vec![])), vec![FindingKind::StillRouted]);
+        let mut l = dark("client a");
+        l.knocks = vec![("10.0.1.9:8000".parse().unwrap(), Ok(()))];
+        l.answers = vec![Try { ask: Ask::new(EntryPoint::SseGet), outcome: Ok(exchange(Ask::new(EntryPoint::SseGet), 401, false)) }];
+        assert_eq!(kinds(judge("u", &[l], vec![])), vec![FindingKind::StillAccepting, FindingKind::StillListening]);
+        let mut l = dark("network net-native via x");
+        let door = Door { addr: "10.0.1.7:8000".parse().unwrap(), container: "wiki-old_1".into(), network: "net-native".into(), via: super::super::reach::Via::Direct };
+        let ask = Ask::new(EntryPoint::Initialize);
+        l.credential = vec![(door, vec![Try { ask: ask.clone(), outcome: Ok(exchange(ask, 200, true)) }])];
+        let Attempt::Fail { findings, .. } = judge("u", &[l], vec![]) else { panic!() };
+        assert_eq!(findings[0].kind, FindingKind::CredentialAlive);
+        assert_eq!(findings[0].facts["container"], "wiki-old_1");
+    }
+
+    #[test]
+    fn a_refused_credential_is_dead() {
+        let mut l = dark("client a");
+        let door = Door { addr: "10.0.1.5:8000".parse().unwrap(), container: "native_1".into(), network: "net-native".into(), via: super::super::reach::Via::Direct };
+        let ask = Ask::new(EntryPoint::Initialize);
+        l.credential = vec![(door, vec![Try { ask: ask.clone(), outcome: Ok(exchange(ask, 401, false)) }])];
+        assert!(judge("u", &[l], vec![]).is_pass());
+    }
 }

@@ -1,7 +1,9 @@
-//! Check families. Each module plans its checks from the scenario and judges answers.
+//! Check families. Each module plans its checks from the scenario, observes inside a
+//! network namespace (typed observations, no verdicts), and judges with a pure function
+//! of observations and scenario that its tests feed tables of observations.
 pub mod contract;
 pub mod disabled;
-pub mod position;
+pub mod name;
 pub mod reach;
 pub mod refusal;
 pub mod route;
@@ -9,14 +11,18 @@ pub mod session;
 pub mod sidecar;
 
 use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::rc::Rc;
 use std::sync::Arc;
-
-use position::{Resolution, contract_position, pinned, with_resolution};
+use std::time::Duration;
 
 use crate::config::{Family, Mode, Provider, Scenario, Suite};
+use crate::engine::Target;
 use crate::mcp::{Endpoint, McpError};
 use crate::model::{Attempt, CheckName};
+use crate::netns::{NsView, Place};
 use crate::runner::{Check, RunContext, Skipped, named};
+use crate::topology::Topology;
 
 /// Every check the suite's families ask for, in a stable order.
 pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
@@ -35,7 +41,7 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
     if suite.mode == Mode::Host {
         for provider in scenario.providers.iter().filter(|p| p.disabled) {
             checks.push(named(
-                CheckName::new(Family::Disabled, provider.id.clone()),
+                CheckName::of_provider(Family::Disabled, &provider.id, None),
                 Skipped {
                     reason: "host mode cannot see a disabled surface from a client's network namespace; run the compose or swarm suite".into(),
                 },
@@ -45,45 +51,140 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
     checks
 }
 
-/// Where probes go in host mode: the scenario's URL as written.
-pub fn host_endpoint(provider: &Provider) -> Endpoint {
-    Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None }
-}
-
 /// An error on the way to a verdict: "not ready" errors are retried, the rest are final.
 pub fn attempt_from_error(context: &str, error: &McpError, evidence: Vec<String>) -> Attempt {
     let reason = format!("{context}: {error}");
     if error.is_not_ready() { Attempt::not_ready(reason, evidence) } else { Attempt::fail(reason, evidence) }
 }
 
-/// Runs `job` against the provider's endpoint from where contract checks stand: in host
-/// mode the URL as written; in compose mode inside an admitted client's namespace, pinned
-/// to an address that client's resolver gives and that belongs to a provider container.
-pub async fn with_provider_endpoint<F, Fut>(ctx: &RunContext, provider: &Provider, job: F) -> Attempt
-where
-    F: FnOnce(Endpoint, Vec<String>) -> Fut + Send + 'static,
-    Fut: Future<Output = Attempt> + Send + 'static,
-{
-    let Some(topology) = ctx.topology.clone() else {
-        return job(host_endpoint(provider), vec![]).await;
+/// One replica of a service, by an address the probing container can reach.
+#[derive(Clone, Debug)]
+pub struct Replica {
+    pub container: String,
+    pub addr: IpAddr,
+    pub network: String,
+}
+
+impl Replica {
+    pub fn label(&self) -> String {
+        format!("{} at {} on {}", self.container, self.addr, self.network)
+    }
+}
+
+/// Every running replica of `service`, each by its first address on a network `from`
+/// shares (a replica on no shared network is left out: `from` cannot reach it).
+pub fn replicas_from(topology: &Topology, service: &str, from: &Target) -> Vec<Replica> {
+    let shared: Vec<&str> = from.attachments.iter().map(|a| a.network.as_str()).collect();
+    topology
+        .running(service)
+        .iter()
+        .filter_map(|t| {
+            let att = t.attachments.iter().find(|a| shared.contains(&a.network.as_str()))?;
+            let addr = att.ipv4.map(IpAddr::V4).or(att.ipv6.map(IpAddr::V6))?;
+            Some(Replica { container: t.name.clone(), addr, network: topology.network_key(&att.network).to_string() })
+        })
+        .collect()
+}
+
+/// The running container of a scenario client (its first, if scaled), or why none.
+pub fn client_target(topology: &Topology, scenario: &Scenario, client: &str) -> Result<Target, Attempt> {
+    let service = scenario.clients.iter().find(|c| c.id == client).map(|c| c.service.as_str()).unwrap_or(client);
+    topology.running(service).first().cloned().ok_or_else(|| {
+        Attempt::not_ready(format!("client `{client}` has no running container of service `{service}`"), vec![])
+    })
+}
+
+/// An endpoint pinned to `addr`, so the HTTP client never resolves on its own (it would
+/// read the host's resolv.conf, not the container's).
+pub fn pinned(provider: &Provider, addr: IpAddr) -> Endpoint {
+    let port = provider.url.port_or_known_default().unwrap_or(80);
+    Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None }.pinned_to(SocketAddr::new(addr, port))
+}
+
+/// Where the contract checks of a provider stand and what they talk to: in host mode the
+/// URL as written from cordon's own namespace; otherwise the first admitted client with a
+/// running container (else the provider's own container), and every replica of the
+/// provider by an address reachable from there.
+pub struct Vantage {
+    pub place: Place,
+    pub target: Option<Target>,
+    pub label: String,
+    /// (replica label, endpoint pinned to it)
+    pub endpoints: Vec<(String, Endpoint)>,
+}
+
+pub fn contract_vantage(ctx: &RunContext, provider: &Provider) -> Result<Vantage, Attempt> {
+    let Some(deployment) = &ctx.deployment else {
+        let endpoint = Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None };
+        return Ok(Vantage {
+            place: Place::Host,
+            target: None,
+            label: Place::Host.label(),
+            endpoints: vec![(provider.url.to_string(), endpoint)],
+        });
     };
-    let Some((position, client)) = contract_position(&topology, &ctx.scenario, provider) else {
-        return Attempt::not_ready(
+    let topology = deployment.topology();
+    let position = provider
+        .allowed_consumers
+        .iter()
+        .filter_map(|c| ctx.scenario.clients.iter().find(|x| &x.id == c))
+        .find_map(|c| topology.running(&c.service).first().map(|t| (t.clone(), format!("client {}", c.id))))
+        .or_else(|| topology.running(&provider.service).first().map(|t| (t.clone(), format!("provider {}", provider.id))));
+    let Some((target, label)) = position else {
+        return Err(Attempt::not_ready(
             format!("no running container of an admitted client or of provider `{}` to probe from", provider.id),
             vec![],
-        );
+        ));
     };
-    let label = position.label();
-    let host = provider.url.host_str().unwrap_or_default().to_string();
-    let endpoint_of = provider.clone();
-    with_resolution(position, provider.clone(), topology, client, move |resolution, mut evidence| async move {
-        evidence.insert(0, format!("probed from {label}"));
-        match resolution {
-            Resolution::Owned { owned, .. } => job(pinned(&endpoint_of, owned[0].0), evidence).await,
-            other => {
-                Attempt::fail(format!("cannot reach `{host}` from {label}: {}", route::describe(&other)), evidence)
-            }
-        }
+    let replicas = replicas_from(&topology, &provider.service, &target);
+    if replicas.is_empty() {
+        return Err(Attempt::not_ready(
+            format!("no replica of provider `{}` is on a network {label} shares", provider.id),
+            vec![],
+        ));
+    }
+    let endpoints = replicas.iter().map(|r| (r.label(), pinned(provider, r.addr))).collect();
+    Ok(Vantage {
+        place: crate::deployment::Deployment::place(&target, &label),
+        label: format!("{label} ({})", target.name),
+        target: Some(target),
+        endpoints,
     })
-    .await
+}
+
+/// Runs `job` at the vantage point: in the position's namespace, or in cordon's own.
+pub async fn run_at<F, Fut, T>(ctx: &RunContext, vantage: &Vantage, job: F) -> Result<T, Attempt>
+where
+    F: FnOnce(Rc<NsView>) -> Fut + Send + 'static,
+    Fut: Future<Output = T> + 'static,
+    T: Send + 'static,
+{
+    match (&ctx.deployment, &vantage.target) {
+        (Some(deployment), Some(target)) => {
+            let label = vantage.label.split(" (").next().unwrap_or(&vantage.label).to_string();
+            deployment.run_in(target, &label, job).await
+        }
+        _ => ctx
+            .pool
+            .run(&vantage.place, job)
+            .await
+            .map_err(|e| Attempt::not_ready(format!("cannot probe from {}: {e}", vantage.label), vec![])),
+    }
+}
+
+/// Ok when a TCP connection opens within `timeout`; the error says how it failed.
+pub async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
+    match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await {
+        Ok(Ok(_stream)) => Ok(()),
+        // A reset comes from the peer: the address is reachable, only the port is closed.
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Err("refused (a TCP reset: the address is reachable at IP level, nothing listens on the port)".into())
+        }
+        Ok(Err(e)) => Err(format!("{e}")),
+        Err(_) => Err(format!("no answer within {:.1}s", timeout.as_secs_f64())),
+    }
+}
+
+pub fn join_addrs(addrs: &[IpAddr]) -> String {
+    addrs.iter().map(IpAddr::to_string).collect::<Vec<_>>().join(", ")
 }

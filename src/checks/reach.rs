@@ -1,26 +1,49 @@
 //! `reach::<client>-/-><provider>`: a client the provider does not admit cannot open a
-//! TCP connection to any address of any of the provider's containers, on the endpoint
-//! port or the app ports the scenario declares — whatever networks they share.
+//! TCP connection to the provider — at any address of any replica, on any port a replica
+//! listens on (read from its own namespace) or declares, nor through any port the engine
+//! publishes for it on the host (reachable from every container through its gateways).
+//!
+//! `reach::<client>-/->app:<provider>`: no client at all reaches the app behind an
+//! adapter sidecar directly; only the sidecar may.
+//!
+//! A port is judged only once its container is seen listening on it: until then a
+//! refused connect proves nothing and the attempt is not ready. A connect that succeeds
+//! is repeated; one the engine let through for a moment and never again is recorded as
+//! transient, and only a reproducible one fails the check.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::{BoxFuture, join_all};
+use serde::{Deserialize, Serialize};
 
-use super::position::{Position, client_container, tcp_connect};
-use super::route::pair_name;
-use crate::config::{Family, Scenario};
-use crate::model::Attempt;
-use crate::runner::{Check, Probe, RunContext, named};
+use super::route::listeners_of;
+use super::{client_target, tcp_connect};
+use crate::config::{Family, Provider, Scenario};
+use crate::engine::Target;
+use crate::model::{Attempt, CheckName, Finding, FindingKind};
+use crate::netns::procfs::{self, Listener};
+use crate::runner::{Check, Probe, RunContext, TRANSIENT_MARK, named};
+use crate::topology::Topology;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         for client in scenario.clients.iter().filter(|c| !provider.allowed_consumers.contains(&c.id)) {
             checks.push(named(
-                pair_name(Family::Reach, &client.id, "-/->", &provider.id),
-                ReachCheck { client: client.id.clone(), provider: provider.id.clone() },
+                CheckName::pair(Family::Reach, &client.id, "-/->", &provider.id),
+                ReachCheck { client: client.id.clone(), provider: provider.id.clone(), app: false },
             ));
+        }
+        if provider.app.is_some() {
+            for client in &scenario.clients {
+                checks.push(named(
+                    CheckName::pair(Family::Reach, &client.id, "-/->app:", &provider.id),
+                    ReachCheck { client: client.id.clone(), provider: provider.id.clone(), app: true },
+                ));
+            }
         }
     }
     checks
@@ -29,69 +52,310 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
 struct ReachCheck {
     client: String,
     provider: String,
+    /// Probe the app behind the sidecar instead of the provider's endpoint.
+    app: bool,
 }
 
-/// One address and port to try, and where the engine says it lives.
-#[derive(Clone)]
-struct PortProbe {
-    addr: SocketAddr,
-    container: String,
-    network: String,
+/// How a door is reached.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Via {
+    /// The container's own address.
+    Direct,
+    /// A port the engine publishes on the host, through a gateway of the client.
+    Published { container_port: String },
+}
+
+/// One address and port to try, and whose it is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Door {
+    pub addr: SocketAddr,
+    pub container: String,
+    pub network: String,
+    pub via: Via,
+}
+
+impl std::fmt::Display for Door {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.via {
+            Via::Direct => write!(f, "{} ({} on network {})", self.addr, self.container, self.network),
+            Via::Published { container_port } => {
+                write!(f, "{} (the host port published for {} {container_port}, through gateway {})", self.addr, self.container, self.network)
+            }
+        }
+    }
+}
+
+/// One door tried: the first connect, and the repeats of a success.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Knock {
+    pub door: Door,
+    pub first: Result<(), String>,
+    pub repeats: Vec<Result<(), String>>,
+}
+
+/// What the plan knows before anything is tried.
+#[derive(Clone, Debug, Default)]
+pub struct Surface {
+    pub doors: Vec<Door>,
+    /// Declared ports nobody is seen listening on yet: (container, port).
+    pub not_listening: Vec<(String, u16)>,
+    /// Loopback-only listeners, for evidence.
+    pub loopback_only: Vec<String>,
+}
+
+/// Every door of `targets`: each address on each network × every port a container
+/// listens on there or declares; and every published host port through each gateway.
+pub fn surface(
+    topology: &Topology,
+    targets: &[Target],
+    listening: &BTreeMap<String, Vec<Listener>>,
+    declared: &[u16],
+    gateways: &[IpAddr],
+) -> Surface {
+    let mut s = Surface::default();
+    for t in targets {
+        let ls = listening.get(&t.name).cloned().unwrap_or_default();
+        for l in ls.iter().filter(|l| l.is_loopback()) {
+            s.loopback_only.push(format!("{} listens on {l} (loopback only)", t.name));
+        }
+        for port in declared {
+            if !ls.iter().any(|l| l.addr.port() == *port && !l.is_loopback()) {
+                s.not_listening.push((t.name.clone(), *port));
+            }
+        }
+        for att in &t.attachments {
+            let network = topology.network_key(&att.network).to_string();
+            for addr in att.ipv4.map(IpAddr::V4).into_iter().chain(att.ipv6.map(IpAddr::V6)) {
+                let mut ports: BTreeSet<u16> = ls.iter().filter(|l| l.accepts_on(addr)).map(|l| l.addr.port()).collect();
+                ports.extend(declared);
+                for port in ports {
+                    s.doors.push(Door {
+                        addr: SocketAddr::new(addr, port),
+                        container: t.name.clone(),
+                        network: network.clone(),
+                        via: Via::Direct,
+                    });
+                }
+            }
+        }
+        for p in t.published.iter().filter(|p| p.container_port.ends_with("/tcp")) {
+            let Ok(host_port) = p.host_port.parse::<u16>() else { continue };
+            let mut via: Vec<IpAddr> = Vec::new();
+            match p.host_ip.parse::<IpAddr>() {
+                Ok(ip) if ip.is_loopback() => continue,
+                Ok(ip) if !ip.is_unspecified() => via.push(ip),
+                _ => via.extend(gateways),
+            }
+            for gw in via {
+                s.doors.push(Door {
+                    addr: SocketAddr::new(gw, host_port),
+                    container: t.name.clone(),
+                    network: gw.to_string(),
+                    via: Via::Published { container_port: p.container_port.clone() },
+                });
+            }
+        }
+    }
+    s.doors.sort_by(|a, b| (a.addr, &a.container).cmp(&(b.addr, &b.container)));
+    s.doors.dedup();
+    s
+}
+
+/// Connects to every door at once; repeats each success twice.
+pub async fn knock_all(doors: Vec<Door>, timeout: Duration) -> Vec<Knock> {
+    join_all(doors.into_iter().map(|door| async move {
+        let first = tcp_connect(door.addr, timeout).await;
+        let mut repeats = Vec::new();
+        if first.is_ok() {
+            for pause in [100u64, 300] {
+                tokio::time::sleep(Duration::from_millis(pause)).await;
+                repeats.push(tcp_connect(door.addr, timeout).await);
+            }
+        }
+        Knock { door, first, repeats }
+    }))
+    .await
 }
 
 impl Probe for ReachCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let (topology, provider) = ctx.deployment(&self.provider);
-            let client_target = match client_container(&topology, &ctx.scenario, &self.client) {
+            let (deployment, provider) = ctx.deployment(&self.provider);
+            let topology = deployment.topology();
+            let client = match client_target(&topology, &ctx.scenario, &self.client) {
                 Ok(t) => t,
                 Err(attempt) => return attempt,
             };
-            let mut probes = Vec::new();
-            for (target, ports) in topology.provider_surfaces(provider) {
-                for att in &target.attachments {
-                    let addrs = att.ipv4.map(IpAddr::V4).into_iter().chain(att.ipv6.map(IpAddr::V6));
-                    for addr in addrs {
-                        for port in &ports {
-                            probes.push(PortProbe {
-                                addr: SocketAddr::new(addr, *port),
-                                container: target.name.clone(),
-                                network: topology.network_key(&att.network).to_string(),
-                            });
-                        }
-                    }
-                }
+            let (service, declared) = doors_of(provider, self.app);
+            let targets = topology.running(&service).to_vec();
+            if targets.is_empty() {
+                return Attempt::not_ready(format!("`{service}` has no running container to probe"), vec![]);
             }
-            if probes.is_empty() {
-                return Attempt::not_ready(
-                    format!("provider `{}` has no container address to probe", provider.id),
-                    vec![],
+            let listening = match listeners_of(&deployment, &targets).await {
+                Ok(l) => l,
+                Err(attempt) => return attempt,
+            };
+            let mut gateways = topology.gateways_of(&client);
+            if let Ok(defaults) = deployment.read_proc(&client, |pid| procfs::default_gateways(pid).map_err(|e| e.to_string())).await {
+                gateways.extend(defaults);
+            }
+            gateways.sort();
+            gateways.dedup();
+            let surface = surface(&topology, &targets, &listening, &declared, &gateways);
+            let timeout = ctx.suite.limits.connect_timeout;
+            let doors = surface.doors.clone();
+            let knocks = match deployment
+                .run_in(&client, &format!("client {}", self.client), move |_| knock_all(doors, timeout))
+                .await
+            {
+                Ok(k) => k,
+                Err(attempt) => return attempt,
+            };
+            let what = if self.app { format!("the app behind `{}` ({service})", provider.id) } else { format!("`{}`", provider.id) };
+            let who = if self.app { format!("client {}", self.client) } else { format!("client {} is not admitted to `{}` but", self.client, provider.id) };
+            judge(&surface, &knocks, &who, &what)
+        })
+    }
+}
+
+/// The service a reach check probes, and the ports it declares.
+fn doors_of(provider: &Provider, app: bool) -> (String, Vec<u16>) {
+    if app {
+        let app = provider.app.as_ref().expect("planned only for providers with an app");
+        return (app.service.clone(), app.ports.clone());
+    }
+    let mut ports = vec![provider.url.port_or_known_default().unwrap_or(80)];
+    ports.extend(provider.app_ports.iter().copied());
+    ports.sort();
+    ports.dedup();
+    (provider.service.clone(), ports)
+}
+
+/// Pure: a reproducible connect to any door fails; a declared port nobody listens on yet
+/// is not ready; a success that did not repeat is transient.
+pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Attempt {
+    let mut evidence: Vec<String> = surface.loopback_only.clone();
+    let mut findings = Vec::new();
+    for k in knocks {
+        match &k.first {
+            Err(e) => evidence.push(format!("{}: {e}", k.door)),
+            Ok(()) if k.repeats.iter().all(Result::is_ok) => {
+                evidence.push(format!("{}: connected ({} of {} repeats too)", k.door, k.repeats.len(), k.repeats.len()));
+                let (kind, how) = match &k.door.via {
+                    Via::Direct => (FindingKind::LateralReach, "lateral reach through a shared network"),
+                    Via::Published { .. } => (FindingKind::PublishedPortReach, "reach through a port published on the host"),
+                };
+                findings.push(
+                    Finding::new(kind, format!("{who} opened TCP to {what} at {}: {how}", k.door))
+                        .fact("addr", k.door.addr)
+                        .fact("container", &k.door.container)
+                        .fact("network", &k.door.network),
                 );
             }
-            let timeout = ctx.suite.limits.connect_timeout;
-            let label = format!("client {}", self.client);
-            let provider_id = provider.id.clone();
-            Position::of(&label, &client_target)
-                .run(move |_netns| async move {
-                    let outcomes = join_all(probes.iter().map(|p| tcp_connect(p.addr, timeout))).await;
-                    let mut leaks = Vec::new();
-                    let mut evidence = Vec::new();
-                    for (probe, outcome) in probes.iter().zip(outcomes) {
-                        match outcome {
-                            Ok(()) => {
-                                leaks.push(format!("{} ({} on network {})", probe.addr, probe.container, probe.network));
-                                evidence.push(format!("{} ({} on {}): connected", probe.addr, probe.container, probe.network));
-                            }
-                            Err(e) => evidence.push(format!("{} ({} on {}): {e}", probe.addr, probe.container, probe.network)),
-                        }
-                    }
-                    if leaks.is_empty() {
-                        Attempt::Pass { evidence }
-                    } else {
-                        Attempt::fail(format!("{label} is not admitted to `{provider_id}` but opened TCP to {}: lateral reach through a shared network", leaks.join(", ")), evidence)
-                    }
-                })
-                .await
-        })
+            Ok(()) => evidence.push(format!(
+                "{TRANSIENT_MARK}{} connected once but not again ({}): the engine let it through for a moment",
+                k.door,
+                k.repeats.iter().map(|r| r.clone().err().unwrap_or_else(|| "connected".into())).collect::<Vec<_>>().join("; ")
+            )),
+        }
+    }
+    if !findings.is_empty() {
+        return Attempt::failed(findings, evidence);
+    }
+    if !surface.not_listening.is_empty() {
+        let waiting: Vec<String> = surface.not_listening.iter().map(|(c, p)| format!("{c} on port {p}")).collect();
+        return Attempt::not_ready(
+            format!("not listening yet, so a refused connect proves nothing: {}", waiting.join(", ")),
+            evidence,
+        );
+    }
+    if surface.doors.is_empty() {
+        return Attempt::not_ready(format!("{what} has no address and port to probe"), evidence);
+    }
+    Attempt::Pass { evidence }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Attachment, PublishedPort};
+
+    fn target(name: &str, ip: &str, published: Vec<PublishedPort>) -> Target {
+        Target {
+            id: name.into(),
+            name: name.into(),
+            service: "native".into(),
+            project: "p".into(),
+            pid: 1,
+            running: true,
+            attachments: vec![Attachment {
+                network: "p_net-native".into(),
+                network_id: "n".into(),
+                ipv4: Some(ip.parse().unwrap()),
+                ipv6: None,
+                aliases: vec![],
+            }],
+            netns_inode: None,
+            netns_of: None,
+            published,
+            node: None,
+        }
+    }
+
+    fn listens(pairs: &[(&str, &[&str])]) -> BTreeMap<String, Vec<Listener>> {
+        pairs
+            .iter()
+            .map(|(c, ls)| (c.to_string(), ls.iter().map(|l| Listener { addr: l.parse().unwrap() }).collect()))
+            .collect()
+    }
+
+    fn topo() -> Topology {
+        Topology { project: "p".into(), ..Default::default() }
+    }
+
+    #[test]
+    fn every_listener_every_replica_and_every_published_port_is_a_door() {
+        let published = vec![PublishedPort { container_port: "8000/tcp".into(), host_ip: "0.0.0.0".into(), host_port: "18000".into() }];
+        let targets = [target("native_1", "10.0.1.5", published), target("native_2", "10.0.1.6", vec![])];
+        let l = listens(&[("native_1", &["0.0.0.0:8000", "0.0.0.0:9090", "127.0.0.1:6060"]), ("native_2", &["0.0.0.0:8000"])]);
+        let gw: Vec<IpAddr> = vec!["10.0.0.1".parse().unwrap()];
+        let s = surface(&topo(), &targets, &l, &[8000], &gw);
+        let doors: Vec<String> = s.doors.iter().map(|d| d.addr.to_string()).collect();
+        assert_eq!(doors, ["10.0.0.1:18000", "10.0.1.5:8000", "10.0.1.5:9090", "10.0.1.6:8000"]);
+        assert!(s.not_listening.is_empty());
+        assert_eq!(s.loopback_only.len(), 1);
+    }
+
+    #[test]
+    fn a_declared_port_nobody_listens_on_is_not_ready() {
+        let targets = [target("native_1", "10.0.1.5", vec![])];
+        let s = surface(&topo(), &targets, &listens(&[("native_1", &[])]), &[8000], &[]);
+        let knocks = vec![Knock { door: s.doors[0].clone(), first: Err("refused".into()), repeats: vec![] }];
+        assert!(matches!(judge(&s, &knocks, "c", "`native`"), Attempt::NotReady { .. }));
+    }
+
+    fn knock(addr: &str, via: Via, first: Result<(), String>, repeats: Vec<Result<(), String>>) -> Knock {
+        Knock { door: Door { addr: addr.parse().unwrap(), container: "native_2".into(), network: "postgres".into(), via }, first, repeats }
+    }
+
+    #[test]
+    fn a_reproducible_connect_fails_and_a_flicker_is_transient() {
+        let s = Surface { doors: vec![knock("10.0.6.4:8000", Via::Direct, Ok(()), vec![]).door], ..Default::default() };
+        let leak = knock("10.0.6.4:8000", Via::Direct, Ok(()), vec![Ok(()), Ok(())]);
+        match judge(&s, &[leak], "c", "`legacy`") {
+            Attempt::Fail { findings, .. } => {
+                assert_eq!(findings[0].kind, FindingKind::LateralReach);
+                assert_eq!(findings[0].facts["addr"], "10.0.6.4:8000");
+            }
+            other => panic!("{other:?}"),
+        }
+        let flicker = knock("10.0.6.4:8000", Via::Direct, Ok(()), vec![Err("no answer".into()), Err("no answer".into())]);
+        match judge(&s, &[flicker], "c", "`legacy`") {
+            Attempt::Pass { evidence } => assert!(evidence[0].starts_with(TRANSIENT_MARK)),
+            other => panic!("{other:?}"),
+        }
+        let published = knock("10.0.0.1:18000", Via::Published { container_port: "8000/tcp".into() }, Ok(()), vec![Ok(()), Ok(())]);
+        let Attempt::Fail { findings, .. } = judge(&s, &[published], "c", "`legacy`") else { panic!() };
+        assert_eq!(findings[0].kind, FindingKind::PublishedPortReach);
     }
 }

@@ -1,13 +1,24 @@
 //! `contract::<provider>::{anonymous,wrong_bearer,foreign_bearer}`: a bearer the provider
-//! must not honour is refused a session on every entry point, and learns no tool names.
+//! must not honour is refused on every entry point of every replica, in both eras, with
+//! and without a session — including the valid session's own id and any id a refusal
+//! handed out — and learns no tool name anywhere in any answer.
+//!
+//! Observed per replica: a valid session (its era, its id, the tools it is served), the
+//! valid bearer's answer at every entry point (the control), and the bad bearer's answer
+//! at the same entry points plus the session-bound ones. Judged by [`judge`], a pure
+//! function over those observations.
 
-use futures_util::future::BoxFuture;
+use std::collections::BTreeSet;
 
-use super::contract::{excerpt, open_session};
-use super::{attempt_from_error, with_provider_endpoint};
+use futures_util::future::{BoxFuture, join_all};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::session::ErrorSeen;
+use super::{contract_vantage, run_at};
 use crate::config::{Provider, Refusal};
-use crate::mcp::{Endpoint, EntryPoint, Limits, McpClient, RawAnswer, Transport};
-use crate::model::Attempt;
+use crate::mcp::{Ask, EntryPoint, Endpoint, Era, Exchange, Limits, McpClient, Transport};
+use crate::model::{Attempt, Finding, FindingKind};
 use crate::runner::{Probe, RunContext};
 use crate::secret::Secret;
 
@@ -15,7 +26,7 @@ use crate::secret::Secret;
 pub enum Bearer {
     Anonymous,
     Wrong,
-    /// Another provider's valid credential.
+    /// Other providers' valid credentials.
     Foreign,
 }
 
@@ -34,90 +45,472 @@ pub struct RefusalCheck {
     pub bearer: Bearer,
 }
 
-pub fn entry_points(transport: Transport) -> &'static [EntryPoint] {
-    match transport {
-        Transport::StreamableHttp => {
-            &[EntryPoint::Initialize, EntryPoint::Discover, EntryPoint::ToolsList, EntryPoint::SseGet]
-        }
-        Transport::Sse => &[EntryPoint::SseGet, EntryPoint::MessagePost],
+/// One bearer presented, and how evidence names it.
+#[derive(Clone)]
+pub struct Presented {
+    pub label: String,
+    pub secret: Option<Secret>,
+}
+
+/// One request and what came of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Try {
+    pub ask: Ask,
+    pub outcome: Result<Exchange, ErrorSeen>,
+}
+
+impl Try {
+    fn status(&self) -> Option<u16> {
+        self.outcome.as_ref().ok().map(|e| e.status)
     }
+
+    fn summary(&self) -> String {
+        match &self.outcome {
+            Ok(e) => e.summary(),
+            Err(e) => format!("{}: {}", self.ask, e.text),
+        }
+    }
+}
+
+/// The valid bearer's own session at a replica.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ValidSession {
+    pub era: Era,
+    pub session_id: bool,
+    pub served: Vec<String>,
+}
+
+/// Everything seen at one replica.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaRefusal {
+    pub replica: String,
+    pub valid: Result<ValidSession, ErrorSeen>,
+    /// The valid bearer at the sessionless entry points.
+    pub control: Vec<Try>,
+    /// Each bad bearer (by label) at every entry point.
+    pub probes: Vec<(String, Vec<Try>)>,
+}
+
+/// What the judge needs beyond observations.
+#[derive(Clone, Debug, Default)]
+pub struct RefusalRule {
+    pub refusal: Refusal,
+    pub bearer_label: String,
+    /// Providers whose credential has the same value as this one's.
+    pub shared_with: Vec<String>,
 }
 
 impl Probe for RefusalCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
-            let bearer = match self.bearer_for(ctx, &provider) {
-                Ok(b) => b,
+            let (presented, shared_with) = match self.presented(ctx, &provider) {
+                Ok(p) => p,
+                Err(attempt) => return attempt,
+            };
+            let vantage = match contract_vantage(ctx, &provider) {
+                Ok(v) => v,
                 Err(attempt) => return attempt,
             };
             let valid = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
-            let kind = self.bearer;
-            with_provider_endpoint(ctx, &provider.clone(), move |endpoint, evidence| {
-                refuse_everywhere(provider, endpoint, kind, bearer, valid, limits, evidence)
+            let endpoints = vantage.endpoints.clone();
+            let p = provider.clone();
+            let observed = run_at(ctx, &vantage, move |_view| async move {
+                join_all(endpoints.into_iter().map(|(replica, endpoint)| {
+                    observe_replica(replica, endpoint, &p, valid.clone(), presented.clone(), limits.clone())
+                }))
+                .await
             })
-            .await
+            .await;
+            let observations = match observed {
+                Ok(o) => o,
+                Err(attempt) => return attempt,
+            };
+            let rule = RefusalRule {
+                refusal: provider.refusal,
+                bearer_label: describe(self.bearer),
+                shared_with,
+            };
+            let mut attempt = judge(&observations, &rule);
+            if let Attempt::Pass { evidence } | Attempt::Fail { evidence, .. } | Attempt::NotReady { evidence, .. } = &mut attempt {
+                evidence.insert(0, format!("probed from {}", vantage.label));
+            }
+            attempt
         })
     }
 }
 
-/// Presents `bearer` at every entry point of the transport; any answer that is not a
-/// refusal fails the check.
-async fn refuse_everywhere(
-    provider: Provider,
-    endpoint: Endpoint,
-    kind: Bearer,
-    bearer: Option<Secret>,
-    valid: Secret,
-    limits: Limits,
-    mut evidence: Vec<String>,
-) -> Attempt {
-    evidence.push(format!("endpoint: {}", provider.url));
-    evidence.push(format!("bearer: {}", describe(kind, bearer.as_ref())));
-    // Legacy SSE hands out its POST URL only on a stream; borrow one from a valid
-    // session, kept open while the bearer is tried, so the wrong bearer meets the POST
-    // endpoint of a live session.
-    let borrowed = if provider.transport == Transport::Sse {
-        match open_session(endpoint.clone(), valid, limits.clone(), vec![]).await {
-            Ok((client, session, _)) => Some((client, session)),
-            Err(attempt) => return attempt,
+fn describe(bearer: Bearer) -> String {
+    match bearer {
+        Bearer::Anonymous => "no bearer".into(),
+        Bearer::Wrong => "a wrong bearer".into(),
+        Bearer::Foreign => "another provider's valid bearer".into(),
+    }
+}
+
+impl RefusalCheck {
+    /// The bearers to present, and the providers sharing this one's secret.
+    fn presented(&self, ctx: &RunContext, provider: &Provider) -> Result<(Vec<Presented>, Vec<String>), Attempt> {
+        match self.bearer {
+            Bearer::Anonymous => Ok((vec![Presented { label: "no bearer".into(), secret: None }], vec![])),
+            Bearer::Wrong => Ok((
+                vec![Presented {
+                    label: "a wrong bearer".into(),
+                    secret: Some(ctx.redactor.register("generated-wrong-bearer", wrong_bearer())),
+                }],
+                vec![],
+            )),
+            Bearer::Foreign => {
+                let own = ctx.scenario.secret(&provider.credential).expose().to_string();
+                let mut shared = Vec::new();
+                let mut presented: Vec<Presented> = Vec::new();
+                let mut seen = BTreeSet::new();
+                for other in ctx.scenario.providers.iter().filter(|o| o.id != provider.id) {
+                    let secret = ctx.scenario.secret(&other.credential);
+                    if secret.expose() == own {
+                        shared.push(other.id.clone());
+                    } else if seen.insert(secret.expose().to_string()) {
+                        presented.push(Presented {
+                            label: format!("another provider's valid bearer ({}, of provider {})", secret.label(), other.id),
+                            secret: Some(secret.clone()),
+                        });
+                    }
+                }
+                for id in &ctx.scenario.foreign_credentials {
+                    let secret = ctx.scenario.secret(id);
+                    if secret.expose() != own && seen.insert(secret.expose().to_string()) {
+                        presented.push(Presented {
+                            label: format!("another provider's valid bearer ({})", secret.label()),
+                            secret: Some(secret.clone()),
+                        });
+                    }
+                }
+                if presented.is_empty() && shared.is_empty() {
+                    return Err(Attempt::Skip {
+                        reason: "no other provider in the scenario holds a different credential to present".into(),
+                    });
+                }
+                Ok((presented, shared))
+            }
         }
-    } else {
-        None
-    };
-    let message_url = borrowed.as_ref().and_then(|(_, session)| session.message_url.clone());
-    let client = match McpClient::new(endpoint, bearer, limits) {
+    }
+}
+
+/// 40 random letters and digits, no fixed prefix: nothing else cordon prints can share a
+/// run of eight characters with it, so its redaction never fires on innocent text.
+fn wrong_bearer() -> String {
+    use rand::RngExt;
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..40).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+}
+
+/// The tool `tools/call` asks for: the read tool, else the first allowlisted one.
+fn call_tool(provider: &Provider) -> Option<(String, serde_json::Value)> {
+    match &provider.read {
+        Some(read) => Some((read.tool.clone(), read.arguments.clone())),
+        None => provider.tools.allowlist.first().map(|t| (t.clone(), json!({}))),
+    }
+}
+
+/// The sessionless entry points of a transport, each era.
+pub fn base_asks(provider: &Provider) -> Vec<Ask> {
+    match provider.transport {
+        Transport::Sse => vec![Ask::new(EntryPoint::SseGet)],
+        Transport::StreamableHttp => {
+            let mut asks = vec![
+                Ask::new(EntryPoint::Initialize),
+                Ask::new(EntryPoint::Discover).modern(),
+                Ask::new(EntryPoint::ToolsList),
+                Ask::new(EntryPoint::ToolsList).modern(),
+            ];
+            if let Some((tool, args)) = call_tool(provider) {
+                asks.push(Ask::new(EntryPoint::ToolsCall).calling(&tool, args.clone()));
+                asks.push(Ask::new(EntryPoint::ToolsCall).calling(&tool, args).modern());
+            }
+            asks.push(Ask::new(EntryPoint::SseGet));
+            asks
+        }
+    }
+}
+
+/// Entry points that ride on a live valid session: its `Mcp-Session-Id` (streamable) or
+/// its message URL (legacy).
+fn session_asks(provider: &Provider, session_id: Option<&str>, message_url: Option<&str>) -> Vec<Ask> {
+    let call = call_tool(provider);
+    let mut asks = Vec::new();
+    if let Some(id) = session_id {
+        asks.push(Ask::new(EntryPoint::ToolsList).with_session(id, "the valid session"));
+        if let Some((tool, args)) = &call {
+            asks.push(Ask::new(EntryPoint::ToolsCall).calling(tool, args.clone()).with_session(id, "the valid session"));
+        }
+    }
+    if let Some(url) = message_url {
+        asks.push(Ask::new(EntryPoint::Initialize).at_message_url(url));
+        asks.push(Ask::new(EntryPoint::ToolsList).at_message_url(url));
+        if let Some((tool, args)) = &call {
+            asks.push(Ask::new(EntryPoint::ToolsCall).calling(tool, args.clone()).at_message_url(url));
+        }
+    }
+    asks
+}
+
+async fn try_all(client: &McpClient, asks: &[Ask], names: &BTreeSet<String>) -> Vec<Try> {
+    join_all(asks.iter().map(|ask| async move {
+        Try { ask: ask.clone(), outcome: client.exchange(ask, names).await.map_err(|e| ErrorSeen::from(&e)) }
+    }))
+    .await
+}
+
+/// Observes one replica: runs in the vantage point's namespace.
+async fn observe_replica(
+    replica: String,
+    endpoint: Endpoint,
+    provider: &Provider,
+    valid: Secret,
+    presented: Vec<Presented>,
+    limits: Limits,
+) -> ReplicaRefusal {
+    let mut names: BTreeSet<String> = provider.tools.allowlist.iter().chain(&provider.tools.mutating).cloned().collect();
+    let mut out = ReplicaRefusal { replica, valid: Err(ErrorSeen { text: String::new(), not_ready: false }), control: vec![], probes: vec![] };
+    let valid_client = match McpClient::new(endpoint.clone(), Some(valid), limits.clone()) {
         Ok(c) => c,
-        Err(e) => return attempt_from_error("cannot build the HTTP client", &e, evidence),
+        Err(e) => {
+            out.valid = Err((&e).into());
+            return out;
+        }
     };
-    let mut failures = Vec::new();
+    // The valid session stays open while the bad bearers are tried: its id and its
+    // message URL are entry points too.
+    let session = valid_client.connect().await;
+    let (session_id, message_url) = match &session {
+        Ok(s) => {
+            let served = match valid_client.list_tools(s).await {
+                Ok(tools) => tools.into_iter().map(|t| t.name).collect(),
+                Err(_) => vec![],
+            };
+            names.extend(served.iter().cloned());
+            out.valid = Ok(ValidSession { era: s.era.clone(), session_id: s.session_id().is_some(), served });
+            (s.session_id().map(str::to_string), s.message_url.as_ref().map(|u| u.to_string()))
+        }
+        Err(e) => {
+            out.valid = Err(e.into());
+            (None, None)
+        }
+    };
+    let base = base_asks(provider);
+    let mut asks = base.clone();
+    asks.extend(session_asks(provider, session_id.as_deref(), message_url.as_deref()));
+    out.control = try_all(&valid_client, &base, &names).await;
+    for bearer in presented {
+        let client = match McpClient::new(endpoint.clone(), bearer.secret, limits.clone()) {
+            Ok(c) => c,
+            Err(e) => {
+                out.probes.push((bearer.label, vec![Try { ask: Ask::new(EntryPoint::Initialize), outcome: Err((&e).into()) }]));
+                continue;
+            }
+        };
+        let mut tries = try_all(&client, &asks, &names).await;
+        // A refusal that hands out a session id: that id must not serve anything either.
+        let handed: Vec<Ask> = tries
+            .iter()
+            .filter_map(|t| t.outcome.as_ref().ok())
+            .filter(|e| matches!(e.status, 401 | 403))
+            .filter_map(|e| e.session_id.as_deref())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .map(|id| Ask::new(EntryPoint::ToolsList).with_session(id, "an id a refusal handed out"))
+            .collect();
+        tries.extend(try_all(&client, &handed, &names).await);
+        out.probes.push((bearer.label, tries));
+    }
+    if let Ok(s) = session {
+        valid_client.close(s).await;
+    }
+    out
+}
+
+/// How one answer to a bad bearer counts.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    Refused,
+    /// The valid bearer gets the same non-success answer: this entry point turns everyone
+    /// away, and says nothing about the bearer.
+    Neutral,
+    NotReady(String),
+    Broken(Finding),
+}
+
+/// Pure: is this answer a refusal of the bearer? `control` is the valid bearer's answer
+/// to the same request, if there is one.
+fn classify(e: &Exchange, control: Option<&Try>, refusal: Refusal) -> Verdict {
+    let at = &e.ask;
+    let finding = |kind: FindingKind, message: String| {
+        Verdict::Broken(Finding::new(kind, format!("{at}: {message}")).fact("entry", at).fact("status", e.status))
+    };
+    if e.body.discloses() {
+        let what = if e.body.names.is_empty() {
+            "a tool inventory".to_string()
+        } else {
+            format!("tool name(s) {}", crate::text::name_list(e.body.names.iter().map(String::as_str), 20))
+        };
+        return finding(FindingKind::ToolsDisclosed, format!("answered {} and disclosed {what}", e.status));
+    }
+    if let Some(why) = &e.body.undecodable {
+        return finding(
+            FindingKind::Undecodable,
+            format!("answered {} with a body cordon cannot read ({why}): a refusal that cannot be read is not proof of one", e.status),
+        );
+    }
+    let served_kind = match at.session_from.as_deref() {
+        Some("the valid session") => FindingKind::SessionNotBound,
+        Some(_) => FindingKind::RefusalSessionServes,
+        None => FindingKind::SessionGranted,
+    };
+    let served = |what: &str| {
+        let why = match served_kind {
+            FindingKind::SessionNotBound => " with the valid session's id: the session is not bound to its bearer",
+            FindingKind::RefusalSessionServes => ": the id a refusal handed out serves requests",
+            _ => "",
+        };
+        finding(served_kind, format!("answered {} {what}{why}", e.status))
+    };
+    match e.status {
+        300..=399 => finding(
+            FindingKind::Redirected,
+            format!(
+                "answered {} redirecting to {} — a redirect is not a refusal of the MCP protocol (a client that follows it reads a 200)",
+                e.status,
+                e.location.as_deref().unwrap_or("(no Location header)")
+            ),
+        ),
+        401 | 403 if e.body.has_result() => served("but carried a JSON-RPC result"),
+        401 | 403 if e.body.endpoint_event => served("but handed out a message endpoint"),
+        401 | 403 => Verdict::Refused,
+        404 | 405 if at.entry == EntryPoint::SseGet => Verdict::Refused,
+        200..=299 if e.is_html() => finding(FindingKind::NotRefused, format!("answered {} with an HTML page, not a refusal", e.status)),
+        200..=299 if e.body.endpoint_event => served("and handed out a message endpoint (a session)"),
+        200..=299 if e.body.has_result() => served("with a result"),
+        200..=299 if at.entry == EntryPoint::SseGet && e.is_event_stream() => served("and opened an event stream"),
+        200..=299 if e.body.has_error() && refusal == Refusal::JsonrpcError && e.session_id.is_none() => Verdict::Refused,
+        200..=299 if e.body.has_error() && refusal == Refusal::HttpStatus => finding(
+            FindingKind::NotRefused,
+            format!(
+                "answered {} with a JSON-RPC error; only a provider marked `refusal: jsonrpc_error` may refuse that way, this one must answer 401 or 403",
+                e.status
+            ),
+        ),
+        200..=299 if e.session_id.is_some() => served("and issued an mcp-session-id"),
+        202 => finding(FindingKind::NotRefused, "answered 202: the message was accepted".into()),
+        200..=299 => finding(FindingKind::NotRefused, format!("answered {}, which is not a refusal", e.status)),
+        500..=599 => Verdict::NotReady(format!("{at}: answered {}", e.status)),
+        // A session that turns the bad bearer away, however it says so, did not serve.
+        _ if at.session.is_some() || at.message_url.is_some() => Verdict::Refused,
+        status => match control.and_then(Try::status) {
+            Some(c) if c == status => Verdict::Neutral,
+            Some(c) => finding(
+                FindingKind::NotRefused,
+                format!("answered {status} where the valid bearer gets {c}; a refusal is 401 or 403"),
+            ),
+            None => finding(FindingKind::NotRefused, format!("answered {status}; a refusal is 401 or 403")),
+        },
+    }
+}
+
+/// Pure: the bad bearer is refused everywhere, at every replica, and the verdict can be
+/// trusted (the valid bearer itself gets through).
+pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
+    let mut evidence = vec![format!("bearer: {}", rule.bearer_label)];
+    let mut findings: Vec<Finding> = rule
+        .shared_with
+        .iter()
+        .map(|other| {
+            Finding::new(
+                FindingKind::SharedSecret,
+                format!("provider {other} holds the same secret: one credential opens both, so neither is confined"),
+            )
+            .fact("provider", other)
+        })
+        .collect();
     let mut not_ready = Vec::new();
-    for &entry in entry_points(provider.transport) {
-        match client.raw_exchange(entry, message_url.as_ref()).await {
-            Ok(answer) => {
-                evidence.push(summarize(&answer));
-                if answer.status >= 500 {
-                    not_ready.push(format!("{entry} answered {}", answer.status));
-                } else if let Err(why) = judge(&answer, provider.refusal) {
-                    failures.push(format!("{entry}: {why}"));
+    let mut cannot_judge = Vec::new();
+    let many = observations.len() > 1;
+    for o in observations {
+        let prefix = if many { format!("{}: ", o.replica) } else { String::new() };
+        match &o.valid {
+            Ok(v) => evidence.push(format!(
+                "{prefix}the valid bearer opened a session ({:?}{}; served {})",
+                v.era,
+                if v.session_id { ", with an mcp-session-id" } else { "" },
+                crate::text::name_list(v.served.iter().map(String::as_str), 20)
+            )),
+            Err(e) => evidence.push(format!("{prefix}the valid bearer could not open a session: {}", e.text)),
+        }
+        evidence.extend(o.control.iter().map(|t| format!("{prefix}valid bearer, {}", t.summary())));
+        let mut broken_here = 0;
+        let mut differs = false;
+        for (label, tries) in &o.probes {
+            for t in tries {
+                evidence.push(format!("{prefix}{label}, {}", t.summary()));
+                let control = o.control.iter().find(|c| c.ask.same_shape(&t.ask));
+                if let (Some(c), Some(s)) = (control.and_then(Try::status), t.status())
+                    && c != s
+                {
+                    differs = true;
+                }
+                let verdict = match &t.outcome {
+                    Err(e) if e.not_ready => Verdict::NotReady(format!("{}: {}", t.ask, e.text)),
+                    Err(e) => Verdict::Broken(
+                        Finding::new(FindingKind::NotRefused, format!("{}: {}", t.ask, e.text)).fact("entry", &t.ask),
+                    ),
+                    Ok(e) => classify(e, control, rule.refusal),
+                };
+                match verdict {
+                    Verdict::Refused | Verdict::Neutral => {}
+                    Verdict::NotReady(why) => not_ready.push(format!("{prefix}{label}: {why}")),
+                    Verdict::Broken(mut f) => {
+                        broken_here += 1;
+                        f.message = format!("{prefix}{} was not refused: {}", label, f.message);
+                        f.facts.insert("replica".into(), o.replica.clone());
+                        findings.push(f);
+                    }
                 }
             }
-            Err(e) if e.is_not_ready() => {
-                evidence.push(format!("{entry}: {e}"));
-                not_ready.push(format!("{entry}: {e}"));
-            }
-            Err(e) => {
-                evidence.push(format!("{entry}: {e}"));
-                failures.push(format!("{entry}: {e}"));
+        }
+        // Refusing everyone proves nothing: without a session for the valid bearer there
+        // is no session to refuse, whatever the bad bearers were told.
+        if broken_here == 0 {
+            match &o.valid {
+                Err(e) if e.not_ready => not_ready.push(format!("{prefix}the valid bearer: {}", e.text)),
+                Err(e) => {
+                    let seen: Vec<String> = o
+                        .control
+                        .iter()
+                        .filter_map(|t| t.status().map(|s| format!("{s} at {}", t.ask.entry)))
+                        .take(4)
+                        .collect();
+                    let how = if differs { "cannot open a session either" } else { "gets the same answer" };
+                    cannot_judge.push(
+                        Finding::new(
+                            FindingKind::CannotBeJudged,
+                            format!(
+                                "{prefix}cannot be judged: the valid bearer {how} ({}; {}) — is `transport` right?",
+                                seen.join(", "),
+                                e.text
+                            ),
+                        )
+                        .fact("replica", &o.replica),
+                    );
+                }
+                Ok(_) => {}
             }
         }
     }
-    if let Some((client, session)) = borrowed {
-        client.close(session).await;
-    }
-    if !failures.is_empty() {
-        Attempt::fail(format!("{} was not refused: {}", describe(kind, None), failures.join("; ")), evidence)
+    let mut findings = group(findings);
+    findings.extend(cannot_judge);
+    if !findings.is_empty() {
+        Attempt::failed(findings, evidence)
     } else if !not_ready.is_empty() {
         Attempt::not_ready(not_ready.join("; "), evidence)
     } else {
@@ -125,182 +518,32 @@ async fn refuse_everywhere(
     }
 }
 
-impl RefusalCheck {
-    fn bearer_for(&self, ctx: &RunContext, provider: &Provider) -> Result<Option<Secret>, Attempt> {
-        match self.bearer {
-            Bearer::Anonymous => Ok(None),
-            Bearer::Wrong => Ok(Some(ctx.redactor.register("generated-wrong-bearer", wrong_bearer()))),
-            Bearer::Foreign => {
-                let own = ctx.scenario.secret(&provider.credential);
-                ctx.scenario
-                    .providers
-                    .iter()
-                    .filter(|other| other.id != provider.id)
-                    .map(|other| ctx.scenario.secret(&other.credential))
-                    .chain(ctx.scenario.foreign_credentials.iter().map(|c| ctx.scenario.secret(c)))
-                    .find(|s| s.expose() != own.expose())
-                    .cloned()
-                    .map(Some)
-                    .ok_or_else(|| Attempt::Skip {
-                        reason: "no other provider in the scenario holds a different credential to present".into(),
-                    })
+/// One finding per bearer, replica and kind, naming every entry point it covers: the
+/// first in full, the rest by name.
+fn group(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for f in findings {
+        let key = |x: &Finding| (x.kind, x.message.split(" was not refused: ").next().map(str::to_string), x.facts.get("replica").cloned());
+        match out.iter_mut().find(|o| key(o) == key(&f) && f.message.contains(" was not refused: ")) {
+            Some(first) => {
+                let entry = f.facts.get("entry").cloned().unwrap_or_default();
+                let more = first.facts.entry("more_entries".into()).or_default();
+                if !more.is_empty() {
+                    more.push_str("; ");
+                }
+                more.push_str(&entry);
             }
+            None => out.push(f),
         }
     }
-}
-
-fn wrong_bearer() -> String {
-    use rand::RngExt;
-    let bytes: [u8; 24] = rand::rng().random();
-    format!("cordon-wrong-{}", hex::encode(bytes))
-}
-
-fn describe(bearer: Bearer, secret: Option<&Secret>) -> String {
-    match (bearer, secret) {
-        (Bearer::Anonymous, _) => "no bearer".into(),
-        (Bearer::Wrong, _) => "a wrong bearer".into(),
-        (Bearer::Foreign, Some(s)) => format!("another provider's valid bearer ({})", s.label()),
-        (Bearer::Foreign, None) => "another provider's valid bearer".into(),
-    }
-}
-
-pub fn summarize(a: &RawAnswer) -> String {
-    let mut line = format!("{}: {} {} → {}", a.entry, a.method, a.url, a.status);
-    if let Some(ct) = &a.content_type {
-        line.push_str(&format!(", content-type {ct}"));
-    }
-    if let Some(loc) = &a.location {
-        line.push_str(&format!(", location {loc}"));
-    }
-    if let Some(w) = &a.www_authenticate {
-        line.push_str(&format!(", www-authenticate {}", excerpt(w, 120)));
-    }
-    if a.session_id_present {
-        line.push_str(", mcp-session-id present");
-    }
-    if !a.body_excerpt.is_empty() {
-        line.push_str(&format!(", body {}", excerpt(&a.body_excerpt, 160)));
-    }
-    line
-}
-
-/// Is this answer a refusal of the session? `Err` says why not.
-pub fn judge(a: &RawAnswer, refusal: Refusal) -> Result<(), String> {
-    let html = a.content_type.as_deref().is_some_and(|ct| ct.contains("text/html"));
-    if a.discloses_tools {
-        return Err(format!("answered {} and disclosed a tool inventory", a.status));
-    }
-    match a.status {
-        300..=399 => Err(format!(
-            "answered {} redirecting to {} — a redirect is not a refusal of the MCP protocol (a client that follows it reads a 200)",
-            a.status,
-            a.location.as_deref().unwrap_or("(no Location header)")
-        )),
-        401 | 403 if a.jsonrpc.as_ref().is_some_and(|m| m.get("result").is_some()) => {
-            Err(format!("answered {} but carried a JSON-RPC result", a.status))
+    for f in &mut out {
+        if let Some(more) = f.facts.get("more_entries") {
+            let n = more.split("; ").count();
+            f.message = format!("{} (and the same at {n} more entry point(s): {more})", f.message);
         }
-        401 | 403 => Ok(()),
-        404 | 405 if a.entry == EntryPoint::SseGet => Ok(()),
-        200..=299 if html => Err(format!("answered {} with an HTML page, not a refusal", a.status)),
-        200..=299 => match (&a.jsonrpc, refusal) {
-            (Some(msg), Refusal::JsonrpcError) if msg.get("error").is_some() && !a.session_id_present => Ok(()),
-            (Some(msg), Refusal::HttpStatus) if msg.get("error").is_some() => Err(format!(
-                "answered {} with a JSON-RPC error; only a provider marked `refusal: jsonrpc_error` may refuse that way, this one must answer 401 or 403",
-                a.status
-            )),
-            (Some(msg), _) if msg.get("result").is_some() => {
-                Err(format!("answered {} with a result: a session was granted", a.status))
-            }
-            _ if a.session_id_present => Err(format!("answered {} and issued an mcp-session-id", a.status)),
-            _ if a.content_type.as_deref().is_some_and(|ct| ct.contains("text/event-stream")) => {
-                Err(format!("answered {} and opened an event stream", a.status))
-            }
-            _ => Err(format!("answered {}, which is not a refusal", a.status)),
-        },
-        status => Err(format!("answered {status}; a refusal is 401 or 403")),
     }
+    out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use rstest::rstest;
-    use serde_json::json;
-
-    fn answer(entry: EntryPoint, status: u16) -> RawAnswer {
-        RawAnswer {
-            entry,
-            method: "POST".into(),
-            url: "http://127.0.0.1:1/mcp".into(),
-            status,
-            content_type: Some("application/json".into()),
-            location: None,
-            www_authenticate: None,
-            session_id_present: false,
-            body_excerpt: String::new(),
-            jsonrpc: None,
-            discloses_tools: false,
-        }
-    }
-
-    #[rstest]
-    #[case(401)]
-    #[case(403)]
-    fn http_refusals_pass(#[case] status: u16) {
-        assert_eq!(judge(&answer(EntryPoint::Initialize, status), Refusal::HttpStatus), Ok(()));
-    }
-
-    #[test]
-    fn a_401_carrying_a_result_is_not_a_refusal() {
-        let mut a = answer(EntryPoint::Initialize, 401);
-        a.jsonrpc = Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}));
-        assert!(judge(&a, Refusal::HttpStatus).unwrap_err().contains("JSON-RPC result"));
-    }
-
-    #[test]
-    fn a_redirect_is_not_a_refusal() {
-        let mut a = answer(EntryPoint::Initialize, 302);
-        a.location = Some("http://idp/login".into());
-        let why = judge(&a, Refusal::HttpStatus).unwrap_err();
-        assert!(why.contains("redirect") && why.contains("http://idp/login"), "{why}");
-    }
-
-    #[test]
-    fn an_html_page_is_not_a_refusal() {
-        let mut a = answer(EntryPoint::Initialize, 200);
-        a.content_type = Some("text/html; charset=utf-8".into());
-        assert!(judge(&a, Refusal::HttpStatus).unwrap_err().contains("HTML"));
-    }
-
-    #[test]
-    fn a_refusal_that_discloses_tools_fails() {
-        let mut a = answer(EntryPoint::ToolsList, 401);
-        a.discloses_tools = true;
-        assert!(judge(&a, Refusal::HttpStatus).unwrap_err().contains("tool inventory"));
-    }
-
-    #[test]
-    fn jsonrpc_error_refusal_only_where_marked() {
-        let mut a = answer(EntryPoint::Initialize, 200);
-        a.jsonrpc = Some(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": "unauthorized"}}));
-        assert_eq!(judge(&a, Refusal::JsonrpcError), Ok(()));
-        assert!(judge(&a, Refusal::HttpStatus).unwrap_err().contains("jsonrpc_error"));
-        a.session_id_present = true;
-        assert!(judge(&a, Refusal::JsonrpcError).is_err());
-    }
-
-    #[test]
-    fn a_result_is_a_granted_session() {
-        let mut a = answer(EntryPoint::Initialize, 200);
-        a.jsonrpc = Some(json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18"}}));
-        assert!(judge(&a, Refusal::JsonrpcError).unwrap_err().contains("session was granted"));
-    }
-
-    #[rstest]
-    #[case(404)]
-    #[case(405)]
-    fn no_sse_get_entry_point_is_fine(#[case] status: u16) {
-        assert_eq!(judge(&answer(EntryPoint::SseGet, status), Refusal::HttpStatus), Ok(()));
-        assert!(judge(&answer(EntryPoint::Initialize, status), Refusal::HttpStatus).is_err());
-    }
-}
+mod tests;

@@ -1,15 +1,22 @@
 //! `route::<client>-><provider>`: from the client's own namespace, the provider's name
-//! resolves to an address outside the wildcard set W that belongs to a provider container
-//! on a network the client shares, and that address accepts TCP on the endpoint port.
+//! resolves (as the client's libc resolves it) only to addresses of provider containers
+//! on networks the client shares — never to the wildcard answer, another container, or a
+//! hosts-file pin elsewhere — and every such address accepts TCP on the endpoint port.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
+use futures_util::future::{BoxFuture, join_all};
+use serde::{Deserialize, Serialize};
 
-use super::position::{Position, Resolution, client_container, join, tcp_connect, with_resolution};
+use super::name::{self, NameSeen};
+use super::{client_target, tcp_connect};
 use crate::config::{Family, Scenario};
-use crate::model::{Attempt, CheckName};
+use crate::deployment::Deployment;
+use crate::engine::Target;
+use crate::model::{Attempt, CheckName, Finding, FindingKind};
+use crate::netns::procfs::{self, Listener};
 use crate::runner::{Check, Probe, RunContext, named};
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
@@ -17,7 +24,7 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         for client in &provider.allowed_consumers {
             checks.push(named(
-                pair_name(Family::Route, client, "->", &provider.id),
+                CheckName::pair(Family::Route, client, "->", &provider.id),
                 RouteCheck { client: client.clone(), provider: provider.id.clone() },
             ));
         }
@@ -25,94 +32,168 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     checks
 }
 
-pub fn pair_name(family: Family, client: &str, arrow: &str, provider: &str) -> CheckName {
-    CheckName::new(family, format!("{client}{arrow}{provider}"))
-}
-
-pub fn describe(resolution: &Resolution) -> String {
-    match resolution {
-        Resolution::Nothing => "the name does not resolve".into(),
-        Resolution::OnlyWildcard(addrs) => format!(
-            "it resolves only to wildcard address(es) [{}]: the name answers through the wildcard DNS record, not through a route to the provider",
-            join(addrs)
-        ),
-        Resolution::Foreign(addrs) => {
-            format!("it resolves to [{}], which is no provider container on a network the client shares", join(addrs))
-        }
-        Resolution::Owned { owned, stray } => {
-            let owned: Vec<String> = owned.iter().map(|(a, n)| format!("{a} on {n}")).collect();
-            match stray.is_empty() {
-                true => format!("it resolves to [{}]", owned.join(", ")),
-                false => format!(
-                    "it resolves to the provider at [{}] but also to [{}], where a client may land instead",
-                    owned.join(", "),
-                    join(stray)
-                ),
-            }
-        }
-    }
-}
-
 struct RouteCheck {
     client: String,
     provider: String,
 }
 
+/// What the client saw: the name, and a TCP connect to every answer outside W.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RouteObservation {
+    pub name: NameSeen,
+    pub port: u16,
+    pub connects: Vec<(SocketAddr, Result<(), String>)>,
+}
+
+/// The listeners of each container of a service, read from its own namespace: whether a
+/// refused connect means "still starting" or "turned away".
+pub async fn listeners_of(
+    deployment: &Deployment,
+    targets: &[Target],
+) -> Result<BTreeMap<String, Vec<Listener>>, Attempt> {
+    let mut out = BTreeMap::new();
+    for t in targets {
+        let listeners = deployment.read_proc(t, |pid| procfs::listeners(pid).map_err(|e| e.to_string())).await?;
+        out.insert(t.name.clone(), listeners);
+    }
+    Ok(out)
+}
+
 impl Probe for RouteCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let (topology, provider) = ctx.deployment(&self.provider);
-            let provider = provider.clone();
-            let client_target = match client_container(&topology, &ctx.scenario, &self.client) {
+            let (deployment, provider) = ctx.deployment(&self.provider);
+            let topology = deployment.topology();
+            let client = match client_target(&topology, &ctx.scenario, &self.client) {
                 Ok(t) => t,
                 Err(attempt) => return attempt,
             };
-            let timeout = ctx.suite.limits.connect_timeout;
-            let label = format!("client {}", self.client);
+            let providers = topology.running(&provider.service).to_vec();
+            let listening = match listeners_of(&deployment, &providers).await {
+                Ok(l) => l,
+                Err(attempt) => return attempt,
+            };
             let host = provider.url.host_str().unwrap_or_default().to_string();
             let port = provider.url.port_or_known_default().unwrap_or(80);
-            let position = Position::of(&label, &client_target);
-            with_resolution(
-                position,
-                provider,
-                topology,
-                Some(client_target),
-                move |resolution, mut evidence| async move {
-                    let Resolution::Owned { owned: addrs, stray } = &resolution else {
-                        return Attempt::fail(
-                            format!("no route from {label} to `{host}`: {}", describe(&resolution)),
-                            evidence,
-                        );
-                    };
-                    if !stray.is_empty() {
-                        return Attempt::fail(
-                            format!("ambiguous route from {label} to `{host}`: {}", describe(&resolution)),
-                            evidence,
-                        );
-                    }
-                    let mut refusals = Vec::new();
-                    for (addr, network) in addrs {
-                        match tcp_connect(SocketAddr::new(*addr, port), timeout).await {
-                            Ok(()) => {
-                                evidence.push(format!("{addr}:{port} on network {network} accepted TCP"));
-                                return Attempt::Pass { evidence };
-                            }
-                            Err(e) => refusals.push(format!("{addr}:{port} on {network}: {e}")),
-                        }
-                    }
-                    evidence.extend(refusals.iter().cloned());
-                    // The address is the provider's own: a refused connect is a provider
-                    // still starting, retried until the deadline.
-                    Attempt::not_ready(
-                        format!(
-                            "`{host}` resolves to the provider but no address accepts TCP on port {port}: {}",
-                            refusals.join("; ")
-                        ),
-                        evidence,
-                    )
-                },
-            )
-            .await
+            let timeout = ctx.suite.limits.connect_timeout;
+            let observed = deployment
+                .run_in(&client, &format!("client {}", self.client), move |view| async move {
+                    let name = name::observe(&view, &host).await?;
+                    let targets: Vec<SocketAddr> = name.routed().into_iter().map(|a| SocketAddr::new(a, port)).collect();
+                    let outcomes = join_all(targets.iter().map(|a| tcp_connect(*a, timeout))).await;
+                    Ok::<_, Attempt>(RouteObservation { name, port, connects: targets.into_iter().zip(outcomes).collect() })
+                })
+                .await;
+            let observation = match observed {
+                Ok(Ok(o)) => o,
+                Ok(Err(attempt)) | Err(attempt) => return attempt,
+            };
+            let roles = name::roles(&observation.name, &providers, Some(&client), &topology);
+            judge(&observation, &roles, &listening, &format!("client {}", self.client))
         })
+    }
+}
+
+/// Pure: every answer is the provider's (see [`name::judge`]), and every provider address
+/// answered accepts TCP. A refused connect is "still starting" while the provider is not
+/// yet seen listening on the port; once it listens, a refused connect is a failure.
+pub fn judge(
+    o: &RouteObservation,
+    roles: &[(std::net::IpAddr, name::Role)],
+    listening: &BTreeMap<String, Vec<Listener>>,
+    from: &str,
+) -> Attempt {
+    let mut evidence = o.name.evidence();
+    let owned = match name::judge(&o.name, roles, from) {
+        Ok(owned) => owned,
+        Err(findings) => return Attempt::failed(findings, evidence),
+    };
+    let mut findings = Vec::new();
+    let mut starting = Vec::new();
+    for (addr, container, network) in owned {
+        let target = SocketAddr::new(addr, o.port);
+        let listens = listening.get(&container).is_some_and(|ls| ls.iter().any(|l| l.addr.port() == o.port && l.accepts_on(addr)));
+        match o.connects.iter().find(|(a, _)| *a == target).map(|(_, r)| r) {
+            Some(Ok(())) => evidence.push(format!("{target} ({container} on {network}) accepted TCP")),
+            Some(Err(e)) if listens => {
+                evidence.push(format!("{target} ({container} on {network}): {e}"));
+                findings.push(
+                    Finding::new(
+                        FindingKind::ProviderNotAccepting,
+                        format!(
+                            "{container} listens on port {} but {from} cannot connect to {target} on {network}: {e}",
+                            o.port
+                        ),
+                    )
+                    .fact("addr", target)
+                    .fact("container", &container),
+                );
+            }
+            Some(Err(e)) => starting.push(format!("{target} ({container}): {e}; it does not listen on port {} yet", o.port)),
+            None => starting.push(format!("{target} ({container}) was not tried")),
+        }
+    }
+    if !findings.is_empty() {
+        return Attempt::failed(findings, evidence);
+    }
+    if !starting.is_empty() {
+        return Attempt::not_ready(
+            format!("`{}` resolves to the provider but it is not accepting yet: {}", o.name.host, starting.join("; ")),
+            evidence,
+        );
+    }
+    Attempt::Pass { evidence }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dns::{AnswerSource, NameAnswer, WildcardSet};
+    use name::Role;
+
+    fn obs(connects: Vec<(&str, Result<(), String>)>) -> RouteObservation {
+        RouteObservation {
+            name: NameSeen {
+                host: "native".into(),
+                wildcard: WildcardSet::default(),
+                answer: NameAnswer {
+                    source: AnswerSource::Dns,
+                    addrs: connects.iter().map(|(a, _)| a.parse::<SocketAddr>().unwrap().ip()).collect(),
+                },
+            },
+            port: 8000,
+            connects: connects.into_iter().map(|(a, r)| (a.parse().unwrap(), r)).collect(),
+        }
+    }
+
+    fn owned(o: &RouteObservation) -> Vec<(std::net::IpAddr, Role)> {
+        o.name
+            .answer
+            .addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (*a, Role::Provider { container: format!("native_{i}"), network: "net".into() }))
+            .collect()
+    }
+
+    fn listening(containers: &[&str]) -> BTreeMap<String, Vec<Listener>> {
+        containers.iter().map(|c| (c.to_string(), vec![Listener { addr: "0.0.0.0:8000".parse().unwrap() }])).collect()
+    }
+
+    #[test]
+    fn every_replica_answered_must_accept() {
+        let o = obs(vec![("10.0.1.5:8000", Ok(())), ("10.0.1.6:8000", Ok(()))]);
+        assert!(judge(&o, &owned(&o), &listening(&["native_0", "native_1"]), "c").is_pass());
+        let o = obs(vec![("10.0.1.5:8000", Ok(())), ("10.0.1.6:8000", Err("no answer within 1.0s".into()))]);
+        match judge(&o, &owned(&o), &listening(&["native_0", "native_1"]), "c") {
+            Attempt::Fail { findings, .. } => assert_eq!(findings[0].kind, FindingKind::ProviderNotAccepting),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_refused_connect_before_the_provider_listens_is_not_ready() {
+        let o = obs(vec![("10.0.1.5:8000", Err("refused".into()))]);
+        assert!(matches!(judge(&o, &owned(&o), &listening(&[]), "c"), Attempt::NotReady { .. }));
     }
 }

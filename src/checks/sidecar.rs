@@ -7,10 +7,9 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::position::Position;
 use crate::config::{Family, Mode, Scenario};
 use crate::engine::{HardeningFacts, NetworkFacts, Target};
-use crate::model::{Attempt, CheckName};
+use crate::model::{Attempt, CheckName, Finding, FindingKind};
 use crate::netns;
 use crate::runner::{Check, Probe, RunContext, named};
 use crate::topology::Topology;
@@ -18,7 +17,7 @@ use crate::topology::Topology;
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for provider in scenario.providers.iter().filter(|p| p.sidecar_networks.is_some() && !p.disabled) {
-        let name = |aspect: &str| CheckName::with_aspect(Family::Sidecar, provider.id.clone(), aspect);
+        let name = |aspect: &str| CheckName::of_provider(Family::Sidecar, &provider.id, Some(aspect));
         checks.push(named(name("interfaces"), InterfacesCheck { provider: provider.id.clone() }));
         checks.push(named(name("hardening"), HardeningCheck { provider: provider.id.clone() }));
     }
@@ -32,41 +31,49 @@ struct InterfacesCheck {
 impl Probe for InterfacesCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let (topology, provider) = ctx.deployment(&self.provider);
+            let (deployment, provider) = ctx.deployment(&self.provider);
             let declared = provider.sidecar_networks.clone().unwrap_or_default();
-            let Some(target) = topology.running(&provider.service).first().cloned() else {
-                return Attempt::not_ready(
-                    format!("sidecar service `{}` has no running container", provider.service),
-                    vec![],
-                );
-            };
-            let kernel = Position::of(&format!("sidecar {}", provider.service), &target)
-                .run(|_| async {
-                    match netns::interfaces() {
-                        Ok(list) => Attempt::Pass { evidence: list.iter().map(|i| i.to_string()).collect() },
-                        Err(e) => Attempt::not_ready(e.to_string(), vec![]),
-                    }
-                })
-                .await;
-            let kernel_lines = match kernel {
-                Attempt::Pass { evidence } => evidence,
-                other => return other,
-            };
+            let topology = deployment.topology();
+            let targets = topology.running(&provider.service).to_vec();
+            if targets.is_empty() {
+                return Attempt::not_ready(format!("sidecar service `{}` has no running container", provider.service), vec![]);
+            }
             let allow_gwbridge = ctx.suite.mode == Mode::Swarm;
-            judge_interfaces(&topology, &target, &declared, &kernel_lines, allow_gwbridge)
+            let mut findings = Vec::new();
+            let mut evidence = Vec::new();
+            for target in &targets {
+                let kernel = deployment
+                    .run_in(target, &format!("sidecar {}", provider.service), |_| async {
+                        netns::interfaces().map_err(|e| e.to_string())
+                    })
+                    .await;
+                let lines: Vec<String> = match kernel {
+                    Ok(Ok(list)) => list.iter().map(|i| i.to_string()).collect(),
+                    Ok(Err(e)) => return Attempt::not_ready(e, evidence),
+                    Err(attempt) => return attempt,
+                };
+                let (f, e) = judge_interfaces(&topology, target, &declared, &lines, allow_gwbridge);
+                let prefix = if targets.len() > 1 { format!("{}: ", target.name) } else { String::new() };
+                evidence.extend(e.into_iter().map(|l| format!("{prefix}{l}")));
+                findings.extend(f.into_iter().map(|mut f| {
+                    f.message = format!("{prefix}{}", f.message);
+                    f.fact("container", &target.name)
+                }));
+            }
+            Attempt::from_findings(findings, evidence)
         })
     }
 }
 
 /// Compares the kernel's interface list (lines `name addr/prefix`) with the engine's
-/// attachments and the declared networks.
+/// attachments and the declared networks. Returns findings and evidence.
 pub fn judge_interfaces(
     topology: &Topology,
     target: &Target,
     declared: &[String],
     kernel_lines: &[String],
     allow_gwbridge: bool,
-) -> Attempt {
+) -> (Vec<Finding>, Vec<String>) {
     let mut evidence = vec![format!("declared networks: [{}]", declared.join(", "))];
     evidence.push(format!("kernel view: {}", kernel_lines.join(", ")));
     let engine_view: Vec<String> = target
@@ -87,7 +94,7 @@ pub fn judge_interfaces(
     let declared_facts: Vec<(&String, Option<&NetworkFacts>)> =
         declared.iter().map(|key| (key, topology.declared_network(key))).collect();
     let gwbridge = topology.networks.get("docker_gwbridge").filter(|_| allow_gwbridge);
-    let mut problems = Vec::new();
+    let mut problems: Vec<Finding> = Vec::new();
     for (ifname, addr) in &kernel {
         let home = declared_facts.iter().find(|(_, f)| f.is_some_and(|f| f.contains(*addr)));
         if home.is_none() && !gwbridge.is_some_and(|g| g.contains(*addr)) {
@@ -97,38 +104,47 @@ pub fn judge_interfaces(
                 .find(|n| n.contains(*addr))
                 .map(|n| format!(" (it is on network {})", topology.network_key(&n.name)))
                 .unwrap_or_default();
-            problems.push(format!("{ifname} {addr} lies in no declared network's subnet{on}"));
+            problems.push(
+                Finding::new(FindingKind::AddressOutsideDeclared, format!("{ifname} {addr} lies in no declared network's subnet{on}"))
+                    .fact("addr", addr),
+            );
         }
     }
     for (key, facts) in &declared_facts {
         match facts {
-            None => problems.push(format!("declared network `{key}` does not exist in project {}", topology.project)),
-            Some(f) if !kernel.iter().any(|(_, a)| f.contains(*a)) => {
-                problems.push(format!("declared network `{key}` has no interface in the sidecar"))
-            }
+            None => problems.push(Finding::new(
+                FindingKind::MissingDeclaredNetwork,
+                format!("declared network `{key}` does not exist in project {}", topology.project),
+            )),
+            Some(f) if !kernel.iter().any(|(_, a)| f.contains(*a)) => problems.push(Finding::new(
+                FindingKind::MissingDeclaredNetwork,
+                format!("declared network `{key}` has no interface in the sidecar"),
+            )),
             Some(_) => {}
         }
     }
     let kernel_addrs: BTreeSet<IpAddr> = kernel.iter().map(|(_, a)| *a).collect();
     let engine_addrs: BTreeSet<IpAddr> = target.addresses().into_iter().collect();
     for missing in engine_addrs.difference(&kernel_addrs) {
-        problems.push(format!("the engine reports {missing} but the kernel has no such address"));
+        problems.push(Finding::new(FindingKind::ViewsDisagree, format!("the engine reports {missing} but the kernel has no such address")));
     }
     for extra in kernel_addrs.difference(&engine_addrs) {
         if !gwbridge.is_some_and(|g| g.contains(*extra)) {
-            problems.push(format!("the kernel has {extra} but the engine reports no attachment with it"));
+            problems.push(Finding::new(FindingKind::ViewsDisagree, format!("the kernel has {extra} but the engine reports no attachment with it")));
         }
     }
     for att in &target.attachments {
         let key = topology.network_key(&att.network);
         let platform_plumbing = allow_gwbridge && att.network == "docker_gwbridge";
         if !platform_plumbing && !declared.iter().any(|d| d == key) {
-            problems.push(format!("attached to undeclared network `{key}`"));
+            problems.push(
+                Finding::new(FindingKind::UndeclaredNetwork, format!("attached to undeclared network `{key}`")).fact("network", key),
+            );
         }
     }
-    problems.sort();
-    problems.dedup();
-    if problems.is_empty() { Attempt::Pass { evidence } } else { Attempt::fail(problems.join("; "), evidence) }
+    problems.sort_by(|a, b| a.message.cmp(&b.message));
+    problems.dedup_by(|a, b| a.message == b.message);
+    (problems, evidence)
 }
 
 fn is_link_local(addr: &IpAddr) -> bool {
@@ -145,13 +161,11 @@ struct HardeningCheck {
 impl Probe for HardeningCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let (topology, provider) = ctx.deployment(&self.provider);
+            let (deployment, provider) = ctx.deployment(&self.provider);
+            let topology = deployment.topology();
             let targets = topology.running(&provider.service);
             if targets.is_empty() {
-                return Attempt::not_ready(
-                    format!("sidecar service `{}` has no running container", provider.service),
-                    vec![],
-                );
+                return Attempt::not_ready(format!("sidecar service `{}` has no running container", provider.service), vec![]);
             }
             let mut findings = Vec::new();
             let mut evidence = Vec::new();
@@ -160,19 +174,21 @@ impl Probe for HardeningCheck {
                     return Attempt::not_ready(format!("no hardening facts for {}", target.name), vec![]);
                 };
                 evidence.push(format!("{}: {}", target.name, serde_json::to_string(facts).unwrap_or_default()));
-                findings.extend(hardening_findings(facts).into_iter().map(|f| format!("{}: {f}", target.name)));
+                let mut here = hardening_findings(facts);
                 // The configured user can name root without saying "root" ("00", a name
                 // the image maps to uid 0): the kernel's answer settles it.
                 match effective_uid(target.pid) {
-                    Some(0) if !findings.iter().any(|f| f.contains("runs as root")) => {
-                        findings.push(format!("{}: runs as root (its process has effective uid 0)", target.name));
+                    Some(0) if !here.iter().any(|f| f.contains("runs as root")) => {
+                        here.push("runs as root (its process has effective uid 0)".into());
                     }
                     Some(uid) => evidence.push(format!("{}: process effective uid {uid}", target.name)),
-                    None => evidence
-                        .push(format!("{}: effective uid unreadable from /proc/{}/status", target.name, target.pid)),
+                    None => evidence.push(format!("{}: effective uid unreadable from /proc/{}/status", target.name, target.pid)),
                 }
+                findings.extend(here.into_iter().map(|f| {
+                    Finding::new(FindingKind::Hardening, format!("{}: {f}", target.name)).fact("container", &target.name)
+                }));
             }
-            if findings.is_empty() { Attempt::Pass { evidence } } else { Attempt::fail(findings.join("; "), evidence) }
+            Attempt::from_findings(findings, evidence)
         })
     }
 }

@@ -78,6 +78,7 @@ struct TimeoutsFile {
     deadline: Option<Spanned<HumanDuration>>,
     retry_interval: Option<Spanned<HumanDuration>>,
     sse_max_duration: Option<Spanned<HumanDuration>>,
+    exchange: Option<Spanned<HumanDuration>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -85,6 +86,7 @@ struct TimeoutsFile {
 struct LimitsFile {
     max_response_bytes: Option<HumanSize>,
     max_pages: Option<usize>,
+    max_tools: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -240,6 +242,7 @@ impl Suite {
             ("read", &t.read),
             ("retry_interval", &t.retry_interval),
             ("sse_max_duration", &t.sse_max_duration),
+            ("exchange", &t.exchange),
         ] {
             if let Some(v) = value.as_ref().filter(|v| v.value.0.is_zero()) {
                 errors.push(ConfigError::at(
@@ -256,6 +259,8 @@ impl Suite {
             max_response_bytes: raw.limits.max_response_bytes.map_or(defaults.max_response_bytes, |s| s.0),
             sse_max_duration: t.sse_max_duration.as_ref().map_or(defaults.sse_max_duration, |d| d.value.0),
             max_pages: raw.limits.max_pages.unwrap_or(defaults.max_pages),
+            exchange_timeout: t.exchange.as_ref().map_or(defaults.exchange_timeout, |d| d.value.0),
+            max_tools: raw.limits.max_tools.unwrap_or(defaults.max_tools),
         };
         let o = raw.outputs;
         let base = Outputs::default();

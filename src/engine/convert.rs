@@ -1,12 +1,13 @@
 //! Pure conversions from bollard's inspect models to cordon's facts.
 
 use std::collections::{BTreeSet, HashMap};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use bollard::models::{ContainerInspectResponse, NetworkInspect, PortBinding};
 
 use super::facts::{
-    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkFacts, PublishedPort, Subnet, Target, has_no_new_privileges,
+    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkEndpoint, NetworkFacts, PublishedPort, Subnet, Target,
+    has_no_new_privileges,
 };
 use super::{COMPOSE_PROJECT_LABEL, COMPOSE_SERVICE_LABEL};
 
@@ -37,6 +38,7 @@ pub(super) fn target(c: &ContainerInspectResponse) -> Target {
         })
         .unwrap_or_default();
     attachments.sort_by(|a, b| a.network.cmp(&b.network));
+    let network_mode = c.host_config.as_ref().and_then(|h| h.network_mode.clone()).unwrap_or_default();
     Target {
         id: c.id.clone().unwrap_or_default(),
         name: c.name.as_deref().unwrap_or_default().trim_start_matches('/').to_string(),
@@ -45,16 +47,64 @@ pub(super) fn target(c: &ContainerInspectResponse) -> Target {
         pid,
         running,
         attachments,
+        netns_inode: None,
+        netns_of: network_mode.strip_prefix("container:").map(str::to_string),
+        published: published_ports(c),
+        node: None,
     }
+}
+
+/// Every host port the engine publishes for the container: the live map where the
+/// container runs, the configured bindings where it does not (yet).
+pub(super) fn published_ports(c: &ContainerInspectResponse) -> Vec<PublishedPort> {
+    let mut ports: BTreeSet<PublishedPort> = BTreeSet::new();
+    let mut add_ports = |map: &HashMap<String, Option<Vec<PortBinding>>>| {
+        for (port, bindings) in map {
+            for b in bindings.iter().flatten() {
+                ports.insert(PublishedPort {
+                    container_port: port.clone(),
+                    host_ip: b.host_ip.clone().unwrap_or_default(),
+                    host_port: b.host_port.clone().unwrap_or_default(),
+                });
+            }
+        }
+    };
+    if let Some(map) = c.network_settings.as_ref().and_then(|n| n.ports.as_ref()) {
+        add_ports(map);
+    }
+    if let Some(map) = c.host_config.as_ref().and_then(|h| h.port_bindings.as_ref()) {
+        add_ports(map);
+    }
+    // The live map names the chosen host port where the configured one left it empty.
+    let live: BTreeSet<String> =
+        ports.iter().filter(|p| !p.host_port.is_empty()).map(|p| p.container_port.clone()).collect();
+    ports.into_iter().filter(|p| !p.host_port.is_empty() || !live.contains(&p.container_port)).collect()
 }
 
 pub(super) fn network(n: &NetworkInspect) -> Result<NetworkFacts, String> {
     let mut subnets = Vec::new();
+    let mut gateways = Vec::new();
     for cfg in n.ipam.as_ref().and_then(|i| i.config.as_ref()).into_iter().flatten() {
         if let Some(text) = cfg.subnet.as_deref().filter(|s| !s.is_empty()) {
             subnets.push(text.parse::<Subnet>().map_err(|e| e.to_string())?);
         }
+        if let Some(gw) = cfg.gateway.as_deref().and_then(|g| g.split('/').next()?.parse::<IpAddr>().ok()) {
+            gateways.push(gw);
+        }
     }
+    let strip = |a: &Option<String>| a.as_deref().and_then(|t| t.split('/').next().map(str::to_string));
+    let mut endpoints: Vec<NetworkEndpoint> = n
+        .containers
+        .iter()
+        .flatten()
+        .map(|(id, c)| NetworkEndpoint {
+            container_id: id.clone(),
+            name: c.name.clone().unwrap_or_default(),
+            ipv4: strip(&c.ipv4_address).and_then(|t| t.parse().ok()),
+            ipv6: strip(&c.ipv6_address).and_then(|t| t.parse().ok()),
+        })
+        .collect();
+    endpoints.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(NetworkFacts {
         name: n.name.clone().unwrap_or_default(),
         id: n.id.clone().unwrap_or_default(),
@@ -62,6 +112,8 @@ pub(super) fn network(n: &NetworkInspect) -> Result<NetworkFacts, String> {
         scope: n.scope.clone().unwrap_or_default(),
         internal: n.internal.unwrap_or(false),
         subnets,
+        gateways,
+        endpoints,
     })
 }
 
@@ -100,29 +152,7 @@ pub(super) fn hardening(c: &ContainerInspectResponse) -> HardeningFacts {
         }
     }
 
-    let mut ports: BTreeSet<PublishedPort> = BTreeSet::new();
-    let mut add_ports = |map: &HashMap<String, Option<Vec<PortBinding>>>| {
-        for (port, bindings) in map {
-            for b in bindings.iter().flatten() {
-                ports.insert(PublishedPort {
-                    container_port: port.clone(),
-                    host_ip: b.host_ip.clone().unwrap_or_default(),
-                    host_port: b.host_port.clone().unwrap_or_default(),
-                });
-            }
-        }
-    };
-    if let Some(map) = c.network_settings.as_ref().and_then(|n| n.ports.as_ref()) {
-        add_ports(map);
-    }
-    if let Some(map) = host.port_bindings.as_ref() {
-        add_ports(map);
-    }
-    // The live map names the chosen host port where the configured one left it empty.
-    let live: BTreeSet<String> =
-        ports.iter().filter(|p| !p.host_port.is_empty()).map(|p| p.container_port.clone()).collect();
-    let published_ports =
-        ports.into_iter().filter(|p| !p.host_port.is_empty() || !live.contains(&p.container_port)).collect();
+    let published_ports = published_ports(c);
 
     HardeningFacts {
         user: c.config.as_ref().and_then(|cfg| cfg.user.clone()).unwrap_or_default(),
@@ -261,6 +291,7 @@ mod tests {
         .unwrap();
         let f = network(&n).unwrap();
         assert_eq!(f.subnets.len(), 2);
+        assert_eq!(f.gateways, vec!["10.233.9.1".parse::<IpAddr>().unwrap()]);
         assert!(f.contains("10.233.9.77".parse().unwrap()));
         assert!(f.contains("fd00:9::1".parse().unwrap()));
         assert!(!f.contains("10.233.10.1".parse().unwrap()));

@@ -21,8 +21,19 @@ pub struct Target {
     /// The container's init process as the host sees it; 0 when it is not running.
     pub pid: u32,
     pub running: bool,
-    /// One per network the container is attached to, sorted by network name.
+    /// One per network the container is attached to, sorted by network name. For a
+    /// container that shares another's namespace (`network_mode: container:<id>` or
+    /// `service:<name>`), discovery fills in that container's attachments.
     pub attachments: Vec<Attachment>,
+    /// The inode of `/proc/<pid>/ns/net` when the container was inspected: a probe enters
+    /// this namespace or none (see [`crate::netns::pool`]).
+    pub netns_inode: Option<u64>,
+    /// `HostConfig.NetworkMode` is `container:<id>`: the id whose namespace it shares.
+    pub netns_of: Option<String>,
+    /// Ports the engine publishes on the host for this container.
+    pub published: Vec<PublishedPort>,
+    /// The swarm node the container runs on; `None` for a local engine.
+    pub node: Option<String>,
 }
 
 impl Target {
@@ -122,6 +133,19 @@ pub struct NetworkFacts {
     pub internal: bool,
     /// IPv4 and IPv6 subnets from the network's IPAM config, in engine order.
     pub subnets: Vec<Subnet>,
+    /// The gateways of those subnets (the host's address on a bridge network).
+    pub gateways: Vec<IpAddr>,
+    /// Every container the engine attached to this network, project or not.
+    pub endpoints: Vec<NetworkEndpoint>,
+}
+
+/// One container's endpoint on a network, as `network inspect` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NetworkEndpoint {
+    pub container_id: String,
+    pub name: String,
+    pub ipv4: Option<Ipv4Addr>,
+    pub ipv6: Option<Ipv6Addr>,
 }
 
 impl NetworkFacts {

@@ -19,7 +19,8 @@ use bollard::Docker;
 use bollard::query_parameters::{InspectNetworkOptions, ListContainersOptionsBuilder, RestartContainerOptionsBuilder};
 
 pub use facts::{
-    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkFacts, PublishedPort, Subnet, SubnetParseError, Target,
+    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkEndpoint, NetworkFacts, PublishedPort, Subnet,
+    SubnetParseError, Target,
 };
 
 pub const COMPOSE_PROJECT_LABEL: &str = "com.docker.compose.project";
@@ -193,7 +194,13 @@ impl Engine {
             .inspect_container(container, None)
             .await
             .map_err(|e| EngineError::lookup("container", container, "inspecting container", e))?;
-        Ok(convert::target(&inspect))
+        let mut target = convert::target(&inspect);
+        // Pinned now, compared before every setns: a pid reused later never matches.
+        if target.running && target.pid > 0 {
+            use std::os::unix::fs::MetadataExt;
+            target.netns_inode = std::fs::metadata(format!("/proc/{}/ns/net", target.pid)).ok().map(|m| m.ino());
+        }
+        Ok(target)
     }
 
     /// Name, id, driver and subnets of a network (by name or id).
@@ -266,6 +273,10 @@ mod tests {
             pid: if running { 42 } else { 0 },
             running,
             attachments: vec![],
+            netns_inode: None,
+            netns_of: None,
+            published: vec![],
+            node: None,
         }
     }
 

@@ -134,32 +134,11 @@ fn message_url(sse_url: &Url, data: &str) -> Result<Url, McpError> {
 pub(crate) async fn connect(client: &McpClient) -> Result<Session, McpError> {
     let url = &client.endpoint.url;
     let started = Instant::now();
-    let mut resp = http::send(sse_get(client), url.as_str(), &client.limits).await?;
-    let head = Head::of(&resp);
-    streamable::reject_non_success(client, &mut resp, &head, "SSE GET", url).await?;
-    if !head.is_sse() {
-        let body = streamable::read_quote(client, &mut resp).await;
-        return Err(McpError::NotMcp {
-            entry: "SSE GET".into(),
-            url: url.to_string(),
-            status: head.status,
-            content_type: head.content_type,
-            body_excerpt: http::excerpt(&body),
-        });
-    }
-    let mut stream = SseStream::new(resp, url.as_str(), &client.limits, started);
-    let endpoint = loop {
-        match stream.next().await? {
-            Some(ev) if ev.event == "endpoint" => break ev.data,
-            Some(_) => {}
-            None => {
-                return Err(McpError::Protocol {
-                    detail: format!("legacy sse stream {url} ended before its endpoint event"),
-                });
-            }
-        }
-    };
-    let message_url = message_url(url, &endpoint)?;
+    let opened = http::within(&client.limits, url.as_str(), "the SSE GET and its endpoint event", async {
+        open_stream(client, url, started).await
+    })
+    .await?;
+    let (stream, message_url) = opened;
     let router = Arc::new(Router::default());
     let task = tokio::spawn(read_stream(stream, router.clone(), url.to_string()));
     let legacy = LegacyStream { message_url: message_url.clone(), router, task };
@@ -180,6 +159,38 @@ pub(crate) async fn connect(client: &McpClient) -> Result<Session, McpError> {
         protocol_version: Some(version),
         legacy: Some(legacy),
     })
+}
+
+/// GETs the stream and reads up to its `endpoint` event.
+async fn open_stream(client: &McpClient, url: &Url, started: Instant) -> Result<(SseStream, Url), McpError> {
+    let (mut resp, hops) = http::send(sse_get(client), url.as_str(), &client.limits).await?;
+    client.record_hops(hops);
+    let head = Head::of(&resp);
+    streamable::reject_non_success(client, &mut resp, &head, "SSE GET", url).await?;
+    if !head.is_sse() {
+        let body = streamable::read_quote(client, &mut resp).await;
+        return Err(McpError::NotMcp {
+            entry: "SSE GET".into(),
+            url: url.to_string(),
+            status: head.status,
+            content_type: head.content_type,
+            body_excerpt: http::excerpt(&body),
+        });
+    }
+    let mut stream = SseStream::new(resp, &head, url.as_str(), &client.limits, started);
+    let endpoint = loop {
+        match stream.next().await? {
+            Some(ev) if ev.event == "endpoint" => break ev.data,
+            Some(_) => {}
+            None => {
+                return Err(McpError::Protocol {
+                    detail: format!("legacy sse stream {url} ended before its endpoint event"),
+                });
+            }
+        }
+    };
+    let message_url = message_url(url, &endpoint)?;
+    Ok((stream, message_url))
 }
 
 pub(crate) async fn request(
@@ -205,13 +216,26 @@ async fn post_and_wait(
 ) -> Result<Value, McpError> {
     let url = &stream.message_url;
     let body = jsonrpc::request(id, method, params);
-    let mut resp =
-        http::send(streamable::post(client, url, &body, &Headers::new()), url.as_str(), &client.limits).await?;
+    http::within(&client.limits, url.as_str(), "the whole exchange", post_and_read(client, stream, url, id, rx, method, &body)).await
+}
+
+async fn post_and_read(
+    client: &McpClient,
+    stream: &LegacyStream,
+    url: &Url,
+    id: u64,
+    rx: oneshot::Receiver<Value>,
+    method: &str,
+    body: &Value,
+) -> Result<Value, McpError> {
+    let (mut resp, hops) =
+        http::send(streamable::post(client, url, body, &Headers::new()), url.as_str(), &client.limits).await?;
+    client.record_hops(hops);
     let head = Head::of(&resp);
     streamable::reject_non_success(client, &mut resp, &head, method, url).await?;
     // The spec says 202 and the reply on the stream; a server that answers in the POST
     // body instead is taken at its word.
-    let posted = http::read_body(&mut resp, url.as_str(), &client.limits).await?;
+    let posted = http::read_body(&mut resp, &head, url.as_str(), &client.limits).await?;
     if let Ok(msg) = serde_json::from_slice::<Value>(&posted)
         && let Some(reply) = jsonrpc::match_reply(&msg, id)
     {

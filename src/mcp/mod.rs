@@ -6,16 +6,18 @@
 //! HTTP+SSE) over one plain `reqwest::Client` and reports every answer with its raw
 //! status, content type and headers, under hard limits on time, size and pages.
 
+mod exchange;
 mod http;
 mod jsonrpc;
 mod legacy;
-mod raw;
 mod sse;
 mod streamable;
 mod tools;
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -23,6 +25,8 @@ use serde_json::Value;
 
 use crate::secret::Secret;
 
+pub use exchange::{Ask, BodyFacts, Exchange, RpcFacts, names_in_text};
+pub use http::{Hop, MAX_REDIRECTS};
 pub use tools::{canonical_json, schema_hash};
 
 /// The stateless revision cordon probes first.
@@ -37,11 +41,17 @@ pub struct Limits {
     pub connect_timeout: Duration,
     /// Per read: resets whenever bytes arrive, so it bounds stalls, not total time.
     pub read_timeout: Duration,
+    /// Per response, and for all pages of one `tools/list` together.
     pub max_response_bytes: u64,
     /// Wall time of an SSE stream from the start of the request that opened it. A legacy
     /// SSE session lives on one stream, so the whole legacy session must fit in it.
     pub sse_max_duration: Duration,
     pub max_pages: usize,
+    /// Wall time of one whole exchange: headers and body. A server dripping one byte at
+    /// a time resets `read_timeout` forever; this it cannot.
+    pub exchange_timeout: Duration,
+    /// Tools one listing may hold before cordon stops counting.
+    pub max_tools: usize,
 }
 
 impl Default for Limits {
@@ -52,6 +62,8 @@ impl Default for Limits {
             max_response_bytes: 4 * 1024 * 1024,
             sse_max_duration: Duration::from_secs(15),
             max_pages: 20,
+            exchange_timeout: Duration::from_secs(15),
+            max_tools: 10_000,
         }
     }
 }
@@ -63,8 +75,17 @@ pub enum Transport {
     Sse,
 }
 
+/// Which wire era to speak: whatever the server offers first (as real clients do), or
+/// the handshake era on purpose (to compare what each era is shown).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum EraChoice {
+    Auto,
+    /// `initialize` handshake only, never `server/discover`.
+    Handshake,
+}
+
 /// Which wire era a provider answered in.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Era {
     /// Revision 2026-07-28: `server/discover`, no initialize, no session.
     Stateless2026,
@@ -74,7 +95,7 @@ pub enum Era {
     LegacySse,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Endpoint {
     pub url: url::Url,
     pub transport: Transport,
@@ -84,12 +105,36 @@ pub struct Endpoint {
     pub pin: Option<SocketAddr>,
 }
 
+impl Endpoint {
+    /// The same endpoint, talking to `addr` (address and port). A host name stays in the
+    /// URL (the Host header names it) and is pinned to the address; an address literal is
+    /// replaced.
+    pub fn pinned_to(&self, addr: SocketAddr) -> Endpoint {
+        let mut url = self.url.clone();
+        let _ = url.set_port(Some(addr.port()));
+        if url.domain().is_none() {
+            let _ = url.set_ip_host(addr.ip());
+        }
+        Endpoint { url, transport: self.transport, pin: Some(addr) }
+    }
+
+    /// The same pin, another port.
+    pub fn at_port(&self, port: u16) -> Endpoint {
+        let addr = self.pin.map(|p| p.ip()).unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+        self.pinned_to(SocketAddr::new(addr, port))
+    }
+}
+
 pub struct McpClient {
     endpoint: Endpoint,
     bearer: Option<Secret>,
     limits: Limits,
     http: reqwest::Client,
     next_id: AtomicU64,
+    /// Same-origin redirects followed so far, for evidence.
+    hops: Mutex<Vec<Hop>>,
+    /// Bytes of the listing in progress, against `max_response_bytes` for all pages.
+    listing_bytes: AtomicU64,
 }
 
 /// A connected session. Dropping it stops a legacy SSE stream; call
@@ -108,6 +153,17 @@ pub struct Session {
     legacy: Option<legacy::LegacyStream>,
 }
 
+impl Session {
+    /// The `Mcp-Session-Id` the server issued, to present again (never printed).
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    pub fn protocol_version(&self) -> Option<&str> {
+        self.protocol_version.as_deref()
+    }
+}
+
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
@@ -120,16 +176,15 @@ impl fmt::Debug for Session {
     }
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Tool {
     pub name: String,
     pub description: Option<String>,
     /// `null` when the server omitted `inputSchema`.
     pub input_schema: Value,
-    pub raw: Value,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ToolResult {
     pub is_error: bool,
     /// The `text` of every `type: "text"` content item, in order.
@@ -138,13 +193,13 @@ pub struct ToolResult {
     pub raw: Value,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum EntryPoint {
     Initialize,
     Discover,
     ToolsList,
+    ToolsCall,
     SseGet,
-    MessagePost,
 }
 
 impl fmt::Display for EntryPoint {
@@ -153,35 +208,10 @@ impl fmt::Display for EntryPoint {
             EntryPoint::Initialize => "initialize",
             EntryPoint::Discover => "server/discover",
             EntryPoint::ToolsList => "tools/list",
+            EntryPoint::ToolsCall => "tools/call",
             EntryPoint::SseGet => "SSE GET",
-            EntryPoint::MessagePost => "message POST",
         })
     }
-}
-
-/// One uninterpreted exchange, for refusal checks.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct RawAnswer {
-    pub entry: EntryPoint,
-    /// The HTTP method: `POST` or `GET`.
-    pub method: String,
-    pub url: String,
-    pub status: u16,
-    pub content_type: Option<String>,
-    pub location: Option<String>,
-    pub www_authenticate: Option<String>,
-    /// An `Mcp-Session-Id` header was present. Not proof of a session: the Python SDK
-    /// sets a fresh one even on its 400/406 error replies.
-    pub session_id_present: bool,
-    /// First 300 characters of the body (lossy UTF-8). For an SSE body: what arrived
-    /// within `read_timeout` (up to the first JSON-RPC message).
-    pub body_excerpt: String,
-    /// The body (JSON) or first SSE message event, if it was a JSON-RPC message.
-    pub jsonrpc: Option<Value>,
-    /// The body holds a `"tools"` array with an object carrying `"name"`, anywhere in
-    /// it. A body that is not JSON (e.g. cut at the size cap) counts when its text has
-    /// both `"tools"` and `"name"`: a refusal check must err towards reporting a leak.
-    pub discloses_tools: bool,
 }
 
 #[derive(Clone, Debug, thiserror::Error)]
@@ -222,6 +252,8 @@ pub enum McpError {
     CursorCycle { cursor: String },
     #[error("tools/list still had a nextCursor after {pages} pages (page cap)")]
     PageCap { pages: usize },
+    #[error("tools/list served more than {limit} tools (tool cap)")]
+    ToolCap { limit: usize },
     #[error("protocol violation: {detail}")]
     Protocol { detail: String },
 }
@@ -262,7 +294,38 @@ impl McpError {
 impl McpClient {
     pub fn new(endpoint: Endpoint, bearer: Option<Secret>, limits: Limits) -> Result<Self, McpError> {
         let http = http::build_client(&endpoint, &limits)?;
-        Ok(Self { endpoint, bearer, limits, http, next_id: AtomicU64::new(1) })
+        Ok(Self {
+            endpoint,
+            bearer,
+            limits,
+            http,
+            next_id: AtomicU64::new(1),
+            hops: Mutex::new(Vec::new()),
+            listing_bytes: AtomicU64::new(0),
+        })
+    }
+
+    /// Same-origin redirects this client followed, for evidence.
+    pub fn hops(&self) -> Vec<Hop> {
+        self.hops.lock().expect("hops lock").clone()
+    }
+
+    pub(crate) fn record_hops(&self, hops: Vec<Hop>) {
+        if !hops.is_empty() {
+            self.hops.lock().expect("hops lock").extend(hops);
+        }
+    }
+
+    /// Counts bytes of the listing in progress; errs past the size cap.
+    pub(crate) fn count_listing_bytes(&self, n: u64) -> Result<(), McpError> {
+        let total = self.listing_bytes.fetch_add(n, Ordering::Relaxed) + n;
+        if total > self.limits.max_response_bytes {
+            return Err(McpError::SizeCap {
+                url: format!("{} (all tools/list pages together)", self.endpoint.url),
+                limit: self.limits.max_response_bytes,
+            });
+        }
+        Ok(())
     }
 
     pub fn endpoint(&self) -> &Endpoint {
@@ -283,15 +346,22 @@ impl McpClient {
     /// timeout or non-MCP answer does not (it is reported as is). Legacy SSE: GET the
     /// stream, read the `endpoint` event, then handshake over it.
     pub async fn connect(&self) -> Result<Session, McpError> {
+        self.connect_era(EraChoice::Auto).await
+    }
+
+    /// [`Self::connect`], choosing the era on purpose.
+    pub async fn connect_era(&self, era: EraChoice) -> Result<Session, McpError> {
         match self.endpoint.transport {
-            Transport::StreamableHttp => streamable::connect(self).await,
+            Transport::StreamableHttp => streamable::connect(self, era).await,
             Transport::Sse => legacy::connect(self).await,
         }
     }
 
-    /// `tools/list`, following `nextCursor` up to `limits.max_pages` pages.
+    /// `tools/list`, following `nextCursor` up to `limits.max_pages` pages, with at most
+    /// `max_response_bytes` for all pages together and at most `max_tools` tools.
     pub async fn list_tools(&self, session: &Session) -> Result<Vec<Tool>, McpError> {
-        tools::paginate(self.limits.max_pages, |cursor| {
+        self.listing_bytes.store(0, Ordering::Relaxed);
+        tools::paginate(self.limits.max_pages, self.limits.max_tools, |cursor| {
             let params = match cursor {
                 Some(c) => serde_json::json!({ "cursor": c }),
                 None => serde_json::json!({}),
@@ -315,15 +385,12 @@ impl McpClient {
         drop(session);
     }
 
-    /// One uninterpreted exchange at `entry`, with this client's bearer (or none).
-    ///
-    /// POST entries go to `post_url` when given, else to the endpoint URL; `SseGet`
-    /// always GETs the endpoint URL. `MessagePost` posts `initialize` (legacy SSE needs
-    /// `post_url`: the message endpoint of another client's live session). Transport
-    /// errors before a status line (connect, timeout) are errors; anything after the
-    /// status line is reported, not judged.
-    pub async fn raw_exchange(&self, entry: EntryPoint, post_url: Option<&url::Url>) -> Result<RawAnswer, McpError> {
-        raw::exchange(self, entry, post_url).await
+    /// One exchange as asked, with this client's bearer (or none), observed whole.
+    /// `names` are the tool names whose appearance in the answer counts as disclosure.
+    /// Transport errors before a status line (connect, timeout) are errors; anything
+    /// after the status line is observed, not judged.
+    pub async fn exchange(&self, ask: &Ask, names: &BTreeSet<String>) -> Result<Exchange, McpError> {
+        exchange::exchange(self, ask, names).await
     }
 
     /// Sends one request in the session's era and returns its `result`.

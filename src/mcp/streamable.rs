@@ -7,7 +7,9 @@ use url::Url;
 
 use super::http::{self, Head, SESSION_HEADER, SseStream};
 use super::jsonrpc::{self, ReplyError};
-use super::{CLIENT_NAME, Era, HANDSHAKE_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSION, McpClient, McpError, Session};
+use super::{
+    CLIENT_NAME, Era, EraChoice, HANDSHAKE_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSION, McpClient, McpError, Session,
+};
 
 pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
 const METHOD_HEADER: &str = "mcp-method";
@@ -126,7 +128,7 @@ pub(crate) async fn reject_non_success(
 pub(crate) async fn read_quote(client: &McpClient, resp: &mut reqwest::Response) -> Vec<u8> {
     let limits = &client.limits;
     let deadline = Instant::now() + limits.read_timeout;
-    http::read_body_prefix(resp, limits.max_response_bytes.min(64 * 1024), deadline).await
+    http::read_body_prefix(resp, limits.max_response_bytes.min(64 * 1024), deadline).await.0
 }
 
 pub(crate) fn reply_error(method: &str, e: ReplyError) -> McpError {
@@ -146,12 +148,16 @@ pub(crate) async fn post_request(
 ) -> Result<(Value, Head), McpError> {
     let id = client.next_id();
     let body = jsonrpc::request(id, method, params);
-    let started = Instant::now();
-    let mut resp = http::send(post(client, url, &body, &headers), url.as_str(), &client.limits).await?;
-    let head = Head::of(&resp);
-    reject_non_success(client, &mut resp, &head, method, url).await?;
-    let result = read_reply(client, resp, &head, id, method, url, started).await?;
-    Ok((result, head))
+    http::within(&client.limits, url.as_str(), "the whole exchange", async {
+        let started = Instant::now();
+        let (mut resp, hops) = http::send(post(client, url, &body, &headers), url.as_str(), &client.limits).await?;
+        client.record_hops(hops);
+        let head = Head::of(&resp);
+        reject_non_success(client, &mut resp, &head, method, url).await?;
+        let result = read_reply(client, resp, &head, id, method, url, started).await?;
+        Ok((result, head))
+    })
+    .await
 }
 
 async fn read_reply(
@@ -170,9 +176,13 @@ async fn read_reply(
         content_type: head.content_type.clone(),
         body_excerpt: http::excerpt(body),
     };
+    let listing = method == "tools/list";
     if head.is_sse() {
-        let mut stream = SseStream::new(resp, url.as_str(), &client.limits, started);
+        let mut stream = SseStream::new(resp, head, url.as_str(), &client.limits, started);
         while let Some(ev) = stream.next().await? {
+            if listing {
+                client.count_listing_bytes(ev.data.len() as u64)?;
+            }
             if ev.event != "message" {
                 continue;
             }
@@ -188,7 +198,10 @@ async fn read_reply(
         });
     }
     if head.is_json() {
-        let body = http::read_body(&mut resp, url.as_str(), &client.limits).await?;
+        let body = http::read_body(&mut resp, head, url.as_str(), &client.limits).await?;
+        if listing {
+            client.count_listing_bytes(body.len() as u64)?;
+        }
         let msg = match serde_json::from_slice::<Value>(&body) {
             Ok(msg) if jsonrpc::is_jsonrpc(&msg) => msg,
             _ => return Err(not_mcp(&body)),
@@ -217,9 +230,13 @@ pub(crate) async fn post_notification(
     headers: Headers,
 ) -> Result<(), McpError> {
     let body = jsonrpc::notification(method, json!({}));
-    let mut resp = http::send(post(client, url, &body, &headers), url.as_str(), &client.limits).await?;
-    let head = Head::of(&resp);
-    reject_non_success(client, &mut resp, &head, method, url).await
+    http::within(&client.limits, url.as_str(), "the whole exchange", async {
+        let (mut resp, hops) = http::send(post(client, url, &body, &headers), url.as_str(), &client.limits).await?;
+        client.record_hops(hops);
+        let head = Head::of(&resp);
+        reject_non_success(client, &mut resp, &head, method, url).await
+    })
+    .await
 }
 
 fn supports_modern(discover: &Value) -> bool {
@@ -237,10 +254,14 @@ fn server_name(result: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
-pub(crate) async fn connect(client: &McpClient) -> Result<Session, McpError> {
+pub(crate) async fn connect(client: &McpClient, era: EraChoice) -> Result<Session, McpError> {
     let url = &client.endpoint.url;
     let (params, headers) = modern("server/discover", json!({}));
-    match post_request(client, url, "server/discover", params, headers).await {
+    let discovered = match era {
+        EraChoice::Auto => post_request(client, url, "server/discover", params, headers).await,
+        EraChoice::Handshake => Err(McpError::JsonRpc { method: "server/discover".into(), code: 0, message: "skipped".into() }),
+    };
+    match discovered {
         Ok((result, _)) if supports_modern(&result) => {
             return Ok(Session {
                 era: Era::Stateless2026,
@@ -312,7 +333,7 @@ pub(crate) async fn delete_session(client: &McpClient, session: &Session) {
     for (name, value) in session_headers(session) {
         req = req.header(name, value);
     }
-    let _ = http::send(req, url.as_str(), &client.limits).await;
+    let _ = http::within(&client.limits, url.as_str(), "DELETE", http::send(req, url.as_str(), &client.limits)).await;
 }
 
 #[cfg(test)]

@@ -184,7 +184,13 @@ fn fast_limits() -> Limits {
         max_response_bytes: 64 * 1024,
         sse_max_duration: Duration::from_millis(400),
         max_pages: 5,
+        exchange_timeout: Duration::from_secs(5),
+        max_tools: 100,
     }
+}
+
+fn names(list: &[&str]) -> std::collections::BTreeSet<String> {
+    list.iter().map(|s| s.to_string()).collect()
 }
 
 #[tokio::test]
@@ -477,10 +483,10 @@ async fn the_bearer_is_sent_and_the_pin_replaces_dns() {
     let endpoint = Endpoint { url, transport: Transport::StreamableHttp, pin: Some("127.0.0.1:0".parse().unwrap()) };
     let secret = crate::secret::Redactor::new().register("tok", "s3cr3t-value".into());
     let client = McpClient::new(endpoint, Some(secret), fast_limits()).unwrap();
-    let answer = client.raw_exchange(EntryPoint::ToolsList, None).await.unwrap();
+    let answer = client.exchange(&Ask::new(EntryPoint::ToolsList).modern(), &names(&["add"])).await.unwrap();
     assert_eq!(answer.status, 401);
-    assert!(!answer.discloses_tools);
-    assert!(answer.jsonrpc.is_none());
+    assert!(!answer.body.discloses());
+    assert!(answer.body.messages.is_empty());
     let seen = server.seen();
     assert_eq!(seen[0].header("authorization"), Some("Bearer s3cr3t-value"));
     assert_eq!(seen[0].header("host"), Some(format!("provider.invalid:{}", server.addr.port()).as_str()));
@@ -489,43 +495,47 @@ async fn the_bearer_is_sent_and_the_pin_replaces_dns() {
 }
 
 #[rstest]
-#[case::initialize(EntryPoint::Initialize, "POST", "initialize")]
-#[case::discover(EntryPoint::Discover, "POST", "server/discover")]
-#[case::tools_list(EntryPoint::ToolsList, "POST", "tools/list")]
-#[case::sse_get(EntryPoint::SseGet, "GET", "")]
+#[case::initialize(Ask::new(EntryPoint::Initialize), "POST", "initialize")]
+#[case::discover(Ask::new(EntryPoint::Discover).modern(), "POST", "server/discover")]
+#[case::tools_list(Ask::new(EntryPoint::ToolsList), "POST", "tools/list")]
+#[case::tools_call(Ask::new(EntryPoint::ToolsCall).calling("add", json!({"a": 1})).modern(), "POST", "tools/call")]
+#[case::sse_get(Ask::new(EntryPoint::SseGet), "GET", "")]
 #[tokio::test]
-async fn raw_exchange_reports_without_judging(#[case] entry: EntryPoint, #[case] method: &str, #[case] rpc: &str) {
-    // A server that leaks: every entry point answers 200 with the tool inventory over SSE,
+async fn an_exchange_reads_every_event_and_reports_without_judging(#[case] ask: Ask, #[case] method: &str, #[case] rpc: &str) {
+    // A server that leaks: a harmless event first, then the tool inventory over SSE,
     // then keeps the stream open.
     let server = Server::start(|req| {
         let msg = json!({"jsonrpc":"2.0","id":req.id(),"result":{"tools":[{"name":"secret_tool"}]}});
         let (tx, rx) = mpsc::unbounded_channel();
+        tx.send(b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n".to_vec()).unwrap();
         tx.send(format!("event: message\ndata: {msg}\n\n").into_bytes()).unwrap();
         std::mem::forget(tx); // keep the stream open
         Reply::Feed { head: "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: x\r\n\r\n", rx }
     })
     .await;
-    let client = server.client("/mcp", Transport::StreamableHttp, fast_limits());
+    let limits = Limits { read_timeout: Duration::from_millis(300), ..fast_limits() };
+    let client = server.client("/mcp", Transport::StreamableHttp, limits);
     let started = Instant::now();
-    let answer = client.raw_exchange(entry, None).await.unwrap();
-    assert!(started.elapsed() < Duration::from_secs(1), "first message ends the read");
-    assert_eq!(answer.entry, entry);
+    let answer = client.exchange(&ask, &names(&["secret_tool"])).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2), "the read window ends an open stream");
+    assert_eq!(answer.ask, ask);
     assert_eq!(answer.method, method);
     assert_eq!(answer.status, 200);
-    assert!(answer.session_id_present);
-    assert!(answer.discloses_tools);
-    assert!(answer.jsonrpc.is_some());
-    assert!(answer.body_excerpt.contains("secret_tool"));
+    assert!(answer.session_id.is_some());
+    assert!(answer.body.inventory && answer.body.has_result());
+    assert_eq!(answer.body.sse_events, 2, "every event is read, not the first");
+    assert!(answer.body.names.contains("secret_tool"));
+    assert!(!answer.body.ended);
     let seen = server.seen();
     assert_eq!(seen[0].method, method);
     assert_eq!(seen[0].rpc_method(), rpc);
-    if entry == EntryPoint::SseGet {
+    if ask.entry == EntryPoint::SseGet {
         assert_eq!(seen[0].header("accept"), Some("text/event-stream"));
     }
 }
 
 #[tokio::test]
-async fn raw_sse_that_says_nothing_ends_after_the_read_window() {
+async fn an_sse_answer_that_says_nothing_ends_after_the_read_window() {
     let server = Server::start(|_| Reply::Endless {
         head: SSE_HEAD,
         chunk: b": ping\n\n".to_vec(),
@@ -535,23 +545,24 @@ async fn raw_sse_that_says_nothing_ends_after_the_read_window() {
     let limits =
         Limits { read_timeout: Duration::from_millis(300), sse_max_duration: Duration::from_secs(10), ..fast_limits() };
     let started = Instant::now();
-    let answer = server.client("/sse", Transport::Sse, limits).raw_exchange(EntryPoint::SseGet, None).await.unwrap();
+    let answer =
+        server.client("/sse", Transport::Sse, limits).exchange(&Ask::new(EntryPoint::SseGet), &names(&[])).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(answer.status, 200);
-    assert!(answer.body_excerpt.starts_with(": ping"));
-    assert!(answer.jsonrpc.is_none());
-    assert!(!answer.discloses_tools);
+    assert!(answer.body.excerpt.starts_with(": ping"));
+    assert!(answer.body.messages.is_empty());
+    assert!(!answer.body.discloses());
 }
 
 #[tokio::test]
-async fn legacy_message_post_needs_a_url() {
-    let client = McpClient::new(
-        Endpoint { url: "http://127.0.0.1:9/sse".parse().unwrap(), transport: Transport::Sse, pin: None },
-        None,
-        fast_limits(),
-    )
-    .unwrap();
-    assert!(matches!(client.raw_exchange(EntryPoint::MessagePost, None).await, Err(McpError::Protocol { .. })));
+async fn a_body_dripping_one_byte_at_a_time_is_cut_at_the_exchange_limit() {
+    let server = Server::start(|_| Reply::Endless { head: JSON_HEAD, chunk: b" ".to_vec(), every: Duration::from_millis(100) }).await;
+    let limits = Limits { exchange_timeout: Duration::from_millis(700), read_timeout: Duration::from_secs(10), ..fast_limits() };
+    let client = server.client("/mcp", Transport::StreamableHttp, limits);
+    let started = Instant::now();
+    let err = client.connect().await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_millis(1500), "took {:?}", started.elapsed());
+    assert!(matches!(err, McpError::Timeout { .. }), "{err}");
 }
 
 /// A legacy HTTP+SSE server: GET /sse announces /messages/?session_id=1; each POST there
@@ -606,7 +617,8 @@ async fn legacy_sse_session_routes_replies_by_id() {
     assert!(matches!(&err, McpError::JsonRpc { code: -32602, method, .. } if method == "tools/call"), "{err}");
 
     let other = server.client("/sse", Transport::Sse, fast_limits());
-    let answer = other.raw_exchange(EntryPoint::MessagePost, session.message_url.as_ref()).await.unwrap();
+    let ask = Ask::new(EntryPoint::Initialize).at_message_url(session.message_url.as_ref().unwrap().as_str());
+    let answer = other.exchange(&ask, &names(&["add"])).await.unwrap();
     assert_eq!(answer.status, 202);
     assert_eq!(answer.method, "POST");
     client.close(session).await;
@@ -674,13 +686,13 @@ fn entry_points_display_their_wire_names() {
         EntryPoint::Initialize,
         EntryPoint::Discover,
         EntryPoint::ToolsList,
+        EntryPoint::ToolsCall,
         EntryPoint::SseGet,
-        EntryPoint::MessagePost,
     ]
     .iter()
     .map(ToString::to_string)
     .collect();
-    assert_eq!(names, ["initialize", "server/discover", "tools/list", "SSE GET", "message POST"]);
+    assert_eq!(names, ["initialize", "server/discover", "tools/list", "tools/call", "SSE GET"]);
 }
 
 #[test]
@@ -692,7 +704,9 @@ fn client_and_its_futures_can_cross_threads() {
     let client = McpClient::new(endpoint, None, Limits::default()).unwrap();
     send_sync(&client);
     send(&client.connect());
-    send(&client.raw_exchange(EntryPoint::SseGet, None));
+    let n = names(&[]);
+    let ask = Ask::new(EntryPoint::SseGet);
+    send(&client.exchange(&ask, &n));
     fn session_is_send_sync(s: &Session, c: &McpClient) {
         send_sync(s);
         send(&c.list_tools(s));
@@ -707,8 +721,9 @@ async fn raw_sse_get_stops_at_a_legacy_endpoint_event() {
     let limits =
         Limits { read_timeout: Duration::from_secs(5), sse_max_duration: Duration::from_secs(10), ..fast_limits() };
     let started = Instant::now();
-    let answer = server.client("/sse", Transport::Sse, limits).raw_exchange(EntryPoint::SseGet, None).await.unwrap();
+    let answer =
+        server.client("/sse", Transport::Sse, limits).exchange(&Ask::new(EntryPoint::SseGet), &names(&[])).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(2), "the endpoint event settles it");
-    assert!(answer.body_excerpt.contains("event: endpoint"));
-    assert!(answer.jsonrpc.is_none());
+    assert!(answer.body.excerpt.contains("event: endpoint"));
+    assert!(answer.body.endpoint_event);
 }

@@ -13,7 +13,7 @@ use super::{McpError, Tool, ToolResult};
 /// A page without `nextCursor` (absent, null or `""`) ends the list. Fetching stops with
 /// `PageCap` when `max_pages` pages were read and there is still a cursor to follow, and
 /// with `CursorCycle` when a cursor comes back that was already followed.
-pub(crate) async fn paginate<F, Fut>(max_pages: usize, mut fetch: F) -> Result<Vec<Tool>, McpError>
+pub(crate) async fn paginate<F, Fut>(max_pages: usize, max_tools: usize, mut fetch: F) -> Result<Vec<Tool>, McpError>
 where
     F: FnMut(Option<String>) -> Fut,
     Fut: Future<Output = Result<Value, McpError>>,
@@ -29,6 +29,9 @@ where
         let page = fetch(cursor.clone()).await?;
         pages += 1;
         tools.extend(parse_page(&page)?);
+        if tools.len() > max_tools {
+            return Err(McpError::ToolCap { limit: max_tools });
+        }
         match page.get("nextCursor") {
             None | Some(Value::Null) => return Ok(tools),
             Some(Value::String(c)) if c.is_empty() => return Ok(tools),
@@ -59,7 +62,6 @@ fn parse_page(page: &Value) -> Result<Vec<Tool>, McpError> {
                 name: name.to_string(),
                 description: raw.get("description").and_then(Value::as_str).map(str::to_string),
                 input_schema: raw.get("inputSchema").cloned().unwrap_or(Value::Null),
-                raw: raw.clone(),
             })
         })
         .collect()
@@ -183,7 +185,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn tool(name: &str, description: Option<&str>, schema: Value) -> Tool {
-        Tool { name: name.into(), description: description.map(str::to_string), input_schema: schema, raw: Value::Null }
+        Tool { name: name.into(), description: description.map(str::to_string), input_schema: schema }
     }
 
     fn page(names: &[&str], next: Option<&str>) -> Value {
@@ -197,7 +199,7 @@ mod tests {
     /// Serves pages from a map keyed by the cursor ("" = first page) and counts fetches.
     async fn run(pages: HashMap<&str, Value>, max_pages: usize) -> (Result<Vec<Tool>, McpError>, usize) {
         let mut fetches = 0;
-        let result = paginate(max_pages, |cursor| {
+        let result = paginate(max_pages, 1000, |cursor| {
             fetches += 1;
             let page = pages.get(cursor.as_deref().unwrap_or("")).cloned();
             async move { page.ok_or(McpError::Protocol { detail: "unknown cursor".into() }) }
@@ -234,7 +236,7 @@ mod tests {
     #[tokio::test]
     async fn endless_fresh_cursors_hit_the_page_cap() {
         let mut fetches = 0;
-        let result = paginate(5, |cursor| {
+        let result = paginate(5, 1000, |cursor| {
             fetches += 1;
             let n: u64 = cursor.map(|c| c.parse().unwrap()).unwrap_or(0);
             async move { Ok(page(&["t"], Some(&(n + 1).to_string()))) }
@@ -242,6 +244,12 @@ mod tests {
         .await;
         assert!(matches!(result, Err(McpError::PageCap { pages: 5 })));
         assert_eq!(fetches, 5);
+    }
+
+    #[tokio::test]
+    async fn too_many_tools_hit_the_tool_cap() {
+        let result = paginate(20, 2, |_| async { Ok(page(&["a", "b", "c"], None)) }).await;
+        assert!(matches!(result, Err(McpError::ToolCap { limit: 2 })));
     }
 
     #[tokio::test]

@@ -4,18 +4,14 @@ use std::time::{Duration, SystemTime};
 
 use super::*;
 use crate::config::{Family, Mode};
-use crate::model::{CheckResult, RunReport, Verdict};
+use crate::model::{CheckName, CheckResult, RunReport, Verdict};
 
 fn result(name: &str, verdict: Verdict, reason: &str, evidence: &[&str]) -> CheckResult {
-    CheckResult {
-        name: name.into(),
-        family: Family::Contract,
-        verdict,
-        reason: reason.into(),
-        evidence: evidence.iter().map(|s| s.to_string()).collect(),
-        attempts: 1,
-        duration: Duration::from_millis(12),
-    }
+    let mut r = CheckResult::new(&CheckName::new(Family::Contract, "x"), verdict, reason);
+    r.name = name.into();
+    r.evidence = evidence.iter().map(|s| s.to_string()).collect();
+    r.duration = Duration::from_millis(12);
+    r
 }
 
 fn report() -> RunReport {

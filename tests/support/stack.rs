@@ -40,14 +40,16 @@ impl Stack {
     /// unique per test so stacks run side by side.
     pub fn up(name: &str, subnet: &str, override_file: Option<&Path>) -> Stack {
         images();
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        let token = |p: &str| format!("{p}-{nanos:x}-{}", std::process::id());
+        // Random letters and digits only: no run of eight characters a token shares with
+        // anything else cordon prints, so redaction fires only on a real leak.
+        let token = |_: &str| random_token();
         let env = vec![
             ("CORDON_SUBNET".to_string(), subnet.to_string()),
             ("NATIVE_TOKEN".to_string(), token("native")),
             ("LEGACY_TOKEN".to_string(), token("legacy")),
             ("MODERN_TOKEN".to_string(), token("modern")),
             ("GITEA_TOKEN".to_string(), token("gitea")),
+            ("WIKI_TOKEN".to_string(), token("wiki")),
         ];
         let mut files = vec![repo().join("docker/reference/compose.yaml")];
         files.extend(override_file.map(Path::to_path_buf));
@@ -151,6 +153,15 @@ fn remove_leftover_networks(prefix: &str) {
         eprintln!("removing {name}, left behind by an earlier run");
         let _ = Command::new("docker").args(["network", "rm", &name]).output();
     }
+}
+
+/// 32 random letters and digits.
+pub fn random_token() -> String {
+    use sha2::Digest;
+    let seed = format!("{:?}{}{:?}", std::time::SystemTime::now(), std::process::id(), std::thread::current().id());
+    let digest = sha2::Sha256::digest(seed.as_bytes());
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    digest.iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
 }
 
 /// (name, verdict, reason) of every check in a report.

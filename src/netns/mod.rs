@@ -23,6 +23,11 @@ use std::time::Duration;
 
 use nix::sched::{CloneFlags, setns};
 
+pub mod pool;
+pub mod procfs;
+
+pub use pool::{NsPool, NsView, Place};
+
 /// What the job learns about the namespace it runs in.
 #[derive(Clone, Debug)]
 pub struct NetnsContext {
@@ -54,6 +59,14 @@ pub enum NetnsError {
     Panicked { pid: u32, message: String },
     #[error("cannot list network interfaces: {0}")]
     Interfaces(String),
+    /// The container stopped or restarted since discovery: re-resolve it.
+    #[error("{label} is gone (its process exited or was replaced): the container stopped or restarted")]
+    Gone { label: String },
+    /// The pid now names another network namespace than discovery saw: a reused pid.
+    #[error(
+        "pid {pid} of {label} now lives in network namespace {seen}, not {expected} as discovered: refusing to probe a namespace that may belong to someone else"
+    )]
+    Mismatch { pid: u32, label: String, expected: u64, seen: u64 },
 }
 
 impl NetnsError {

@@ -1,0 +1,247 @@
+//! One row per class of broken refusal: each must fail for its own reason, and each
+//! correct shape must pass.
+
+use super::*;
+use crate::mcp::BodyFacts;
+use crate::mcp::RpcFacts;
+use rstest::rstest;
+
+fn ex(ask: Ask, status: u16) -> Exchange {
+    Exchange {
+        ask,
+        method: "POST".into(),
+        url: "http://10.0.1.5:8000/mcp".into(),
+        status,
+        content_type: Some("application/json".into()),
+        content_encoding: None,
+        location: None,
+        www_authenticate: None,
+        session_id: None,
+        hops: vec![],
+        body: BodyFacts { ended: true, ..Default::default() },
+    }
+}
+
+fn result_body() -> BodyFacts {
+    BodyFacts { ended: true, messages: vec![RpcFacts { result: true, error_code: None }], ..Default::default() }
+}
+
+fn error_body() -> BodyFacts {
+    BodyFacts { ended: true, messages: vec![RpcFacts { result: false, error_code: Some(-32001) }], ..Default::default() }
+}
+
+fn asks() -> Vec<Ask> {
+    vec![
+        Ask::new(EntryPoint::Initialize),
+        Ask::new(EntryPoint::Discover).modern(),
+        Ask::new(EntryPoint::ToolsList),
+        Ask::new(EntryPoint::ToolsList).modern(),
+        Ask::new(EntryPoint::ToolsCall).calling("add", json!({})),
+        Ask::new(EntryPoint::ToolsCall).calling("add", json!({})).modern(),
+        Ask::new(EntryPoint::SseGet),
+        Ask::new(EntryPoint::ToolsList).with_session("s1", "the valid session"),
+    ]
+}
+
+/// A replica where the valid bearer works and every bad request gets 401.
+fn healthy() -> ReplicaRefusal {
+    let control = asks()
+        .into_iter()
+        .filter(|a| a.session.is_none())
+        .map(|a| {
+            let mut e = ex(a.clone(), 200);
+            e.body = result_body();
+            Try { ask: a, outcome: Ok(e) }
+        })
+        .collect();
+    let probes = asks().into_iter().map(|a| Try { ask: a.clone(), outcome: Ok(ex(a, 401)) }).collect();
+    ReplicaRefusal {
+        replica: "native_1 at 10.0.1.5 on net-native".into(),
+        valid: Ok(ValidSession {
+            era: Era::Stateful { protocol_version: "2025-06-18".into() },
+            session_id: true,
+            served: vec!["add".into(), "echo".into()],
+        }),
+        control,
+        probes: vec![("no bearer".into(), probes)],
+    }
+}
+
+/// `healthy()` with the bad bearer's answer at `ask` replaced.
+fn with_answer(matches: impl Fn(&Ask) -> bool, answer: impl Fn(Ask) -> Exchange) -> ReplicaRefusal {
+    let mut o = healthy();
+    for t in &mut o.probes[0].1 {
+        if matches(&t.ask) {
+            t.outcome = Ok(answer(t.ask.clone()));
+        }
+    }
+    o
+}
+
+fn rule() -> RefusalRule {
+    RefusalRule { refusal: Refusal::HttpStatus, bearer_label: "no bearer".into(), shared_with: vec![] }
+}
+
+fn kinds(a: &Attempt) -> Vec<FindingKind> {
+    match a {
+        Attempt::Fail { findings, .. } => findings.iter().map(|f| f.kind).collect(),
+        _ => vec![],
+    }
+}
+
+fn served(ask: Ask, status: u16) -> Exchange {
+    let mut e = ex(ask, status);
+    e.body = result_body();
+    e
+}
+
+#[test]
+fn refused_everywhere_passes() {
+    assert!(judge(&[healthy()], &rule()).is_pass(), "{:?}", judge(&[healthy()], &rule()));
+}
+
+#[rstest]
+#[case::session_not_bound(
+    |a: &Ask| a.session.is_some(), |a| served(a, 200), FindingKind::SessionNotBound)]
+#[case::plain_jsonrpc_served(
+    |a: &Ask| a.entry == EntryPoint::ToolsList && !a.modern && a.session.is_none(), |a| served(a, 200), FindingKind::SessionGranted)]
+#[case::modern_call_served(
+    |a: &Ask| a.entry == EntryPoint::ToolsCall && a.modern, |a| served(a, 200), FindingKind::SessionGranted)]
+#[case::a_401_with_a_result(
+    |a: &Ask| a.entry == EntryPoint::Initialize, |a| served(a, 401), FindingKind::SessionGranted)]
+#[case::bare_names_in_a_401(
+    |a: &Ask| a.entry == EntryPoint::Discover,
+    |a| { let mut e = ex(a, 401); e.body.names = ["add".to_string()].into(); e },
+    FindingKind::ToolsDisclosed)]
+#[case::disclosure_in_a_503(
+    |a: &Ask| a.entry == EntryPoint::Initialize,
+    |a| { let mut e = ex(a, 503); e.body.inventory = true; e },
+    FindingKind::ToolsDisclosed)]
+#[case::undecodable(
+    |a: &Ask| a.entry == EntryPoint::Initialize,
+    |a| { let mut e = ex(a, 401); e.content_encoding = Some("zstd".into()); e.body.undecodable = Some("zstd".into()); e },
+    FindingKind::Undecodable)]
+#[case::login_redirect(
+    |a: &Ask| a.entry == EntryPoint::Initialize,
+    |a| { let mut e = ex(a, 302); e.location = Some("http://idp/login".into()); e },
+    FindingKind::Redirected)]
+#[case::html_200(
+    |a: &Ask| a.entry == EntryPoint::Initialize,
+    |a| { let mut e = ex(a, 200); e.content_type = Some("text/html; charset=utf-8".into()); e },
+    FindingKind::NotRefused)]
+#[case::event_stream_opened(
+    |a: &Ask| a.entry == EntryPoint::SseGet,
+    |a| { let mut e = ex(a, 200); e.content_type = Some("text/event-stream".into()); e },
+    FindingKind::SessionGranted)]
+#[case::session_id_issued(
+    |a: &Ask| a.entry == EntryPoint::Initialize,
+    |a| { let mut e = ex(a, 200); e.session_id = Some("x".into()); e },
+    FindingKind::SessionGranted)]
+#[case::jsonrpc_error_where_not_allowed(
+    |a: &Ask| a.entry == EntryPoint::Initialize, |a| { let mut e = ex(a, 200); e.body = error_body(); e }, FindingKind::NotRefused)]
+#[case::a_400_where_the_valid_bearer_gets_200(
+    |a: &Ask| a.entry == EntryPoint::Initialize, |a| ex(a, 400), FindingKind::NotRefused)]
+fn each_class_of_broken_refusal_fails_for_its_reason(
+    #[case] at: fn(&Ask) -> bool,
+    #[case] answer: fn(Ask) -> Exchange,
+    #[case] kind: FindingKind,
+) {
+    let attempt = judge(&[with_answer(at, answer)], &rule());
+    assert!(kinds(&attempt).contains(&kind), "expected {kind:?}, got {attempt:?}");
+}
+
+#[test]
+fn an_id_a_refusal_handed_out_must_not_serve() {
+    let mut o = healthy();
+    let ask = Ask::new(EntryPoint::ToolsList).with_session("r1", "an id a refusal handed out");
+    o.probes[0].1.push(Try { ask: ask.clone(), outcome: Ok(served(ask, 200)) });
+    assert_eq!(kinds(&judge(&[o], &rule())), vec![FindingKind::RefusalSessionServes]);
+}
+
+#[test]
+fn a_jsonrpc_error_is_a_refusal_where_the_scenario_says_so() {
+    let o = with_answer(|a| a.entry == EntryPoint::Initialize, |a| {
+        let mut e = ex(a, 200);
+        e.body = error_body();
+        e
+    });
+    let rule = RefusalRule { refusal: Refusal::JsonrpcError, ..rule() };
+    assert!(judge(&[o.clone()], &rule).is_pass());
+    // ... but not one that comes with a session id.
+    let mut o = o;
+    if let Ok(e) = &mut o.probes[0].1[0].outcome {
+        e.session_id = Some("s".into());
+    }
+    assert_eq!(kinds(&judge(&[o], &rule)), vec![FindingKind::SessionGranted]);
+}
+
+#[test]
+fn an_entry_point_that_turns_everyone_away_is_neutral() {
+    let mut o = with_answer(|a| a.entry == EntryPoint::ToolsList && a.session.is_none() && !a.modern, |a| ex(a, 400));
+    for c in &mut o.control {
+        if c.ask.entry == EntryPoint::ToolsList && !c.ask.modern {
+            c.outcome = Ok(ex(c.ask.clone(), 400));
+        }
+    }
+    assert!(judge(&[o], &rule()).is_pass());
+}
+
+#[test]
+fn when_the_valid_bearer_gets_no_session_the_refusals_cannot_be_judged() {
+    let mut o = healthy();
+    o.valid = Err(ErrorSeen { text: "initialize at http://x/sse got 405 Method Not Allowed".into(), not_ready: false });
+    for c in &mut o.control {
+        c.outcome = Ok(ex(c.ask.clone(), 405));
+    }
+    for t in &mut o.probes[0].1 {
+        t.outcome = Ok(ex(t.ask.clone(), 405));
+    }
+    let attempt = judge(&[o], &rule());
+    assert_eq!(kinds(&attempt), vec![FindingKind::CannotBeJudged]);
+    let Attempt::Fail { findings, .. } = attempt else { unreachable!() };
+    assert!(findings[0].message.contains("the valid bearer gets the same answer"), "{}", findings[0].message);
+    assert!(findings[0].message.contains("is `transport` right?"));
+}
+
+#[test]
+fn a_legacy_message_post_accepted_is_not_refused() {
+    let mut o = healthy();
+    let ask = Ask::new(EntryPoint::ToolsList).at_message_url("http://10.0.1.5:8000/messages/?session_id=1");
+    o.probes[0].1.push(Try { ask: ask.clone(), outcome: Ok(ex(ask, 202)) });
+    assert_eq!(kinds(&judge(&[o], &rule())), vec![FindingKind::NotRefused]);
+}
+
+#[test]
+fn a_5xx_without_disclosure_is_not_ready_and_an_sse_404_is_refused() {
+    let o = with_answer(|a| a.entry == EntryPoint::Initialize, |a| ex(a, 503));
+    assert!(matches!(judge(&[o], &rule()), Attempt::NotReady { .. }));
+    let o = with_answer(|a| a.entry == EntryPoint::SseGet, |a| ex(a, 404));
+    assert!(judge(&[o], &rule()).is_pass());
+}
+
+#[test]
+fn one_open_replica_of_two_fails_and_is_named() {
+    let mut open = with_answer(|a| a.entry == EntryPoint::Initialize, |a| served(a, 200));
+    open.replica = "native_2 at 10.0.1.6 on net-native".into();
+    let attempt = judge(&[healthy(), open], &rule());
+    let Attempt::Fail { findings, .. } = attempt else { panic!("{attempt:?}") };
+    assert!(findings[0].message.starts_with("native_2 at 10.0.1.6"), "{}", findings[0].message);
+    assert_eq!(findings[0].facts["replica"], "native_2 at 10.0.1.6 on net-native");
+}
+
+#[test]
+fn a_shared_secret_fails_and_names_the_provider() {
+    let rule = RefusalRule { shared_with: vec!["wiki".into()], ..rule() };
+    let attempt = judge(&[healthy()], &rule);
+    assert_eq!(kinds(&attempt), vec![FindingKind::SharedSecret]);
+}
+
+#[test]
+fn a_connection_error_is_not_ready_but_garbage_is_not_a_refusal() {
+    let mut o = healthy();
+    o.probes[0].1[0].outcome = Err(ErrorSeen { text: "cannot connect".into(), not_ready: true });
+    assert!(matches!(judge(&[o], &rule()), Attempt::NotReady { .. }));
+    let mut o = healthy();
+    o.probes[0].1[0].outcome = Err(ErrorSeen { text: "answered something that is not HTTP".into(), not_ready: false });
+    assert_eq!(kinds(&judge(&[o], &rule())), vec![FindingKind::NotRefused]);
+}

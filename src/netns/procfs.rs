@@ -1,0 +1,198 @@
+//! What a container's own kernel view says, read through `/proc/<pid>` from the host:
+//! its listening sockets (`net/tcp`, `net/tcp6` show the network namespace of `pid`),
+//! its default gateways (`net/route`), and its resolver files inside its root.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use crate::fsutil::{self, ReadError};
+
+/// resolv.conf, hosts and nsswitch.conf are small; anything bigger is not a real one.
+pub const RESOLVER_FILE_CAP: u64 = 256 * 1024;
+/// `/proc/<pid>/net/tcp` grows with sockets; a few MiB is thousands of them.
+const PROC_NET_CAP: u64 = 8 * 1024 * 1024;
+
+/// One TCP socket in LISTEN state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct Listener {
+    pub addr: SocketAddr,
+}
+
+impl Listener {
+    /// Bound to every address (`0.0.0.0` or `::`).
+    pub fn is_wildcard(&self) -> bool {
+        self.addr.ip().is_unspecified()
+    }
+
+    /// Bound to loopback only: nothing outside the namespace can reach it.
+    pub fn is_loopback(&self) -> bool {
+        self.addr.ip().is_loopback()
+    }
+
+    /// Would a connection to `ip` on this port land on this socket?
+    pub fn accepts_on(&self, ip: IpAddr) -> bool {
+        if self.is_loopback() {
+            return false;
+        }
+        match (self.addr.ip(), ip) {
+            // A `::` socket takes IPv4 too unless v6only; assume it does (the default).
+            (IpAddr::V6(a), _) if a.is_unspecified() => true,
+            (IpAddr::V4(a), IpAddr::V4(_)) if a.is_unspecified() => true,
+            (bound, ip) => bound == ip,
+        }
+    }
+}
+
+impl std::fmt::Display for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.addr)
+    }
+}
+
+fn read_proc(path: &str) -> Result<String, ReadError> {
+    // procfs files report size 0; the regular-file rule and the cap still hold.
+    fsutil::read_regular_text(std::path::Path::new(path), PROC_NET_CAP)
+}
+
+/// Every TCP listener in the network namespace of `pid`, IPv4 and IPv6, sorted.
+pub fn listeners(pid: u32) -> Result<Vec<Listener>, ReadError> {
+    let mut out = parse_tcp_table(&read_proc(&format!("/proc/{pid}/net/tcp"))?);
+    // A kernel without IPv6 has no tcp6 table: that is not an error.
+    if let Ok(text) = read_proc(&format!("/proc/{pid}/net/tcp6")) {
+        out.extend(parse_tcp_table(&text));
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Parses `/proc/net/tcp` or `tcp6`: the LISTEN rows (state `0A`).
+pub fn parse_tcp_table(text: &str) -> Vec<Listener> {
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut cols = line.split_whitespace();
+            let local = cols.nth(1)?;
+            let state = cols.nth(1)?;
+            if state != "0A" {
+                return None;
+            }
+            let (ip, port) = local.split_once(':')?;
+            let port = u16::from_str_radix(port, 16).ok()?;
+            Some(Listener { addr: SocketAddr::new(parse_proc_ip(ip)?, port) })
+        })
+        .collect()
+}
+
+/// The kernel prints addresses as 32-bit words in host (little-endian) order.
+fn parse_proc_ip(hex: &str) -> Option<IpAddr> {
+    match hex.len() {
+        8 => Some(IpAddr::V4(Ipv4Addr::from(u32::from_str_radix(hex, 16).ok()?.swap_bytes()))),
+        32 => {
+            let mut bytes = [0u8; 16];
+            for (i, word) in (0..4).map(|i| &hex[i * 8..i * 8 + 8]).enumerate() {
+                let w = u32::from_str_radix(word, 16).ok()?.swap_bytes();
+                bytes[i * 4..i * 4 + 4].copy_from_slice(&w.to_be_bytes());
+            }
+            let v6 = Ipv6Addr::from(bytes);
+            Some(v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(IpAddr::V6(v6)))
+        }
+        _ => None,
+    }
+}
+
+/// The IPv4 gateways of the default routes in the network namespace of `pid`.
+pub fn default_gateways(pid: u32) -> Result<Vec<IpAddr>, ReadError> {
+    Ok(parse_route_table(&read_proc(&format!("/proc/{pid}/net/route"))?))
+}
+
+pub fn parse_route_table(text: &str) -> Vec<IpAddr> {
+    let mut out: Vec<IpAddr> = text
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let (destination, gateway) = (cols.get(1)?, cols.get(2)?);
+            if *destination != "00000000" || *gateway == "00000000" {
+                return None;
+            }
+            parse_proc_ip(gateway)
+        })
+        .collect();
+    out.dedup();
+    out
+}
+
+/// The files that decide how a process resolves names, read inside its root.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResolverFiles {
+    pub resolv_conf: String,
+    /// Empty when the container has no `/etc/hosts`.
+    pub hosts: String,
+    /// `None` when there is no `/etc/nsswitch.conf` (musl and static images).
+    pub nsswitch: Option<String>,
+}
+
+pub fn resolver_files(pid: u32) -> Result<ResolverFiles, ReadError> {
+    let optional = |path: &str| match fsutil::read_in_root(pid, path, RESOLVER_FILE_CAP) {
+        Ok(text) => Ok(Some(text)),
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    };
+    Ok(ResolverFiles {
+        resolv_conf: optional("etc/resolv.conf")?.unwrap_or_default(),
+        hosts: optional("etc/hosts")?.unwrap_or_default(),
+        nsswitch: optional("etc/nsswitch.conf")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000 65534        0 1 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:0CEA 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 100 0 0 10 0
+   2: 0301F00A:1F40 0501F00A:D2F0 01 00000000:00000000 00:00000000 00000000 65534        0 3 1 0000000000000000 20 4 30 10 -1
+   3: 0501F00A:0BB8 00000000:0000 0A 00000000:00000000 00:00000000 00000000 65534        0 4 1 0000000000000000 100 0 0 10 0
+";
+    const TCP6: &str = "  sl  local_address                         remote_address                        st
+   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000
+   1: 00000000000000000000000001000000:0050 00000000000000000000000000000000:0000 0A 00000000:00000000
+   2: 0000000000000000FFFF00000501F00A:01BB 00000000000000000000000000000000:0000 0A 00000000:00000000
+";
+
+    #[test]
+    fn listen_rows_of_tcp_and_tcp6() {
+        let v4: Vec<String> = parse_tcp_table(TCP).iter().map(|l| l.to_string()).collect();
+        assert_eq!(v4, ["0.0.0.0:8000", "127.0.0.1:3306", "10.240.1.5:3000"]);
+        let v6: Vec<String> = parse_tcp_table(TCP6).iter().map(|l| l.to_string()).collect();
+        assert_eq!(v6, ["[::]:8080", "[::1]:80", "10.240.1.5:443"]);
+    }
+
+    #[test]
+    fn which_addresses_a_listener_accepts() {
+        let l = |s: &str| Listener { addr: s.parse().unwrap() };
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(l("0.0.0.0:80").accepts_on(ip("10.0.0.2")));
+        assert!(l("[::]:80").accepts_on(ip("10.0.0.2")));
+        assert!(l("10.0.0.2:80").accepts_on(ip("10.0.0.2")));
+        assert!(!l("10.0.0.2:80").accepts_on(ip("10.0.1.2")));
+        assert!(!l("127.0.0.1:80").accepts_on(ip("10.0.0.2")));
+    }
+
+    #[test]
+    fn default_route_gateway() {
+        let table = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\n\
+                     eth0\t00000000\t0100F00A\t0003\t0\t0\t0\t00000000\n\
+                     eth0\t0000F00A\t00000000\t0001\t0\t0\t0\t00FFFFFF\n";
+        assert_eq!(parse_route_table(table), vec!["10.240.0.1".parse::<IpAddr>().unwrap()]);
+    }
+
+    #[test]
+    fn our_own_listeners_are_visible() {
+        let sock = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = sock.local_addr().unwrap().port();
+        let found = listeners(std::process::id()).unwrap();
+        assert!(found.iter().any(|l| l.addr.port() == port && l.is_loopback()), "{found:?}");
+    }
+}

@@ -1,0 +1,123 @@
+//! Text that came from the network or from a file, made safe to show: control
+//! characters, bidi overrides and XML non-characters become visible escapes, and binary
+//! is summarised, never copied. Every observation passes its strings through here before
+//! they reach the result model; each reporter adds its own sink's escaping on top.
+
+use std::fmt::Write as _;
+
+/// Characters that can forge or hide output: C0 and C1 controls, DEL, bidi controls,
+/// and the non-characters XML forbids.
+pub fn is_dangerous(c: char) -> bool {
+    let u = c as u32;
+    u < 0x20
+        || (0x7f..=0x9f).contains(&u)
+        || (0x202a..=0x202e).contains(&u)
+        || (0x2066..=0x2069).contains(&u)
+        || u == 0x200e
+        || u == 0x200f
+        || u == 0x061c
+        || (0xfdd0..=0xfdef).contains(&u)
+        || (u & 0xfffe) == 0xfffe
+}
+
+/// `s` with every dangerous character shown as `\u{XXXX}` (and `\n`, `\r`, `\t` by
+/// their usual escapes), on one line.
+pub fn sanitize(s: &str) -> String {
+    if !s.chars().any(is_dangerous) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if is_dangerous(c) => {
+                let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Does this look like binary rather than text? NUL bytes, invalid UTF-8 beyond a cut
+/// multi-byte tail, or many control bytes.
+pub fn is_binary(bytes: &[u8]) -> bool {
+    if bytes.contains(&0) {
+        return true;
+    }
+    let valid = match std::str::from_utf8(bytes) {
+        Ok(_) => true,
+        // A prefix may end inside a character: only the last 3 bytes may be cut.
+        Err(e) => e.error_len().is_none() && bytes.len() - e.valid_up_to() < 4,
+    };
+    if !valid {
+        return true;
+    }
+    let controls = bytes.iter().filter(|b| **b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')).count();
+    controls * 10 > bytes.len().max(1)
+}
+
+/// At most `max_chars` characters of a body for evidence: sanitized text, or for binary
+/// a summary (length and a hex prefix), never the raw bytes.
+pub fn body_excerpt(bytes: &[u8], max_chars: usize) -> String {
+    if is_binary(bytes) {
+        let prefix: String = bytes.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        return format!("<{} bytes of binary data, starting {prefix}…>", bytes.len());
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let cut: String = text.chars().take(max_chars).collect();
+    let mut out = sanitize(&cut);
+    if text.chars().count() > max_chars {
+        out.push('…');
+    }
+    out
+}
+
+/// A list of names for evidence: at most `max` of them, then how many more.
+pub fn name_list<'a>(names: impl IntoIterator<Item = &'a str>, max: usize) -> String {
+    let mut shown = Vec::new();
+    let mut more = 0usize;
+    for n in names {
+        if shown.len() < max {
+            shown.push(sanitize(n));
+        } else {
+            more += 1;
+        }
+    }
+    let mut out = shown.join(", ");
+    if more > 0 {
+        let _ = write!(out, ", … and {more} more");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forging_characters_become_visible() {
+        assert_eq!(sanitize("add\ntest FAKE ... ok"), "add\\ntest FAKE ... ok");
+        assert_eq!(sanitize("a\u{1b}[31mred"), "a\\u{001b}[31mred");
+        assert_eq!(sanitize("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
+        assert_eq!(sanitize("x\u{fffe}y\u{85}z\u{7f}"), "x\\u{fffe}y\\u{0085}z\\u{007f}");
+        assert_eq!(sanitize("plain é ✓"), "plain é ✓");
+    }
+
+    #[test]
+    fn binary_is_summarised() {
+        let gz = [0x1f, 0x8b, 0x08, 0x00, 0xff, 0x00, 0x01];
+        assert_eq!(body_excerpt(&gz, 100), "<7 bytes of binary data, starting 1f8b0800ff0001…>");
+        assert_eq!(body_excerpt(b"{\"error\":\"x\"}", 100), "{\"error\":\"x\"}");
+        assert_eq!(body_excerpt("héllo wörld".as_bytes(), 5), "héllo…");
+        assert!(!is_binary(&"é".as_bytes()[..1]), "a cut character is still text");
+    }
+
+    #[test]
+    fn long_lists_are_cut() {
+        let names: Vec<String> = (0..10).map(|i| format!("t{i}")).collect();
+        assert_eq!(name_list(names.iter().map(String::as_str), 3), "t0, t1, t2, … and 7 more");
+    }
+}
