@@ -12,6 +12,12 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The fixture image the stacks run: `FIXTURE_TAG` when set (so checkouts building
+/// different fixtures side by side do not overwrite each other's image).
+pub fn fixture_image() -> String {
+    std::env::var("FIXTURE_TAG").unwrap_or_else(|_| "cordon-fixture:dev".into())
+}
+
 /// Builds the fixture images once per test binary (the script is idempotent).
 pub fn images() {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
@@ -45,6 +51,7 @@ impl Stack {
         let token = |_: &str| random_token();
         let env = vec![
             ("CORDON_SUBNET".to_string(), subnet.to_string()),
+            ("CORDON_FIXTURE_IMAGE".to_string(), fixture_image()),
             ("NATIVE_TOKEN".to_string(), token("native")),
             ("LEGACY_TOKEN".to_string(), token("legacy")),
             ("MODERN_TOKEN".to_string(), token("modern")),
