@@ -124,25 +124,28 @@ pub fn contract_vantage(ctx: &RunContext, provider: &Provider) -> Result<Vantage
         });
     };
     let topology = deployment.topology();
-    let position = provider
+    // An admitted client that shares a network with the provider, else the provider's
+    // own container: from there every replica is reachable by address.
+    let candidates = provider
         .allowed_consumers
         .iter()
         .filter_map(|c| ctx.scenario.clients.iter().find(|x| &x.id == c))
-        .find_map(|c| topology.running(&c.service).first().map(|t| (t.clone(), format!("client {}", c.id))))
-        .or_else(|| topology.running(&provider.service).first().map(|t| (t.clone(), format!("provider {}", provider.id))));
-    let Some((target, label)) = position else {
+        .filter_map(|c| topology.running(&c.service).first().map(|t| (t.clone(), format!("client {}", c.id))))
+        .chain(topology.running(&provider.service).first().map(|t| (t.clone(), format!("provider {}", provider.id))));
+    let mut position = None;
+    for (target, label) in candidates {
+        let replicas = replicas_from(&topology, &provider.service, &target);
+        if !replicas.is_empty() {
+            position = Some((target, label, replicas));
+            break;
+        }
+    }
+    let Some((target, label, replicas)) = position else {
         return Err(Attempt::not_ready(
             format!("no running container of an admitted client or of provider `{}` to probe from", provider.id),
             vec![],
         ));
     };
-    let replicas = replicas_from(&topology, &provider.service, &target);
-    if replicas.is_empty() {
-        return Err(Attempt::not_ready(
-            format!("no replica of provider `{}` is on a network {label} shares", provider.id),
-            vec![],
-        ));
-    }
     let endpoints = replicas.iter().map(|r| (r.label(), pinned(provider, r.addr))).collect();
     Ok(Vantage {
         place: crate::deployment::Deployment::place(&target, &label),
