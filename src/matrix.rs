@@ -1,0 +1,192 @@
+//! The reach matrix: clients as rows, providers (and the apps behind sidecars) as
+//! columns, each cell what the run proved about that pair. Built from finished results
+//! only, so every reporter (Markdown, HTML/SVG, `cordon explain`) shows the same picture.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::config::Family;
+use crate::model::{CheckResult, FindingKind, RunReport, Verdict};
+
+/// What one cell shows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Cell {
+    /// Admitted, and route and session hold.
+    Working,
+    /// Admitted, but route or session failed (or never got an answer).
+    Broken { checks: Vec<String> },
+    /// Not admitted, and nothing reached it.
+    Isolated,
+    /// Not admitted, and it got through: where.
+    Leak { doors: Vec<String> },
+    /// Nothing judged this pair (filtered out, skipped, or still unreachable).
+    NotJudged { why: String },
+}
+
+impl Cell {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Cell::Working => "working",
+            Cell::Broken { .. } => "broken",
+            Cell::Isolated => "isolated",
+            Cell::Leak { .. } => "LEAK",
+            Cell::NotJudged { .. } => "not judged",
+        }
+    }
+
+    /// One line for a table cell or a tooltip.
+    pub fn detail(&self) -> String {
+        match self {
+            Cell::Working => "admitted: route and session hold".into(),
+            Cell::Broken { checks } => format!("admitted but broken: {}", checks.join(", ")),
+            Cell::Isolated => "not admitted: isolated as required".into(),
+            Cell::Leak { doors } => format!("not admitted but reached at {}", doors.join(", ")),
+            Cell::NotJudged { why } => format!("not judged: {why}"),
+        }
+    }
+}
+
+/// A column: a provider, or the app behind a provider's sidecar.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Column {
+    pub provider: String,
+    pub app: bool,
+    /// For a disabled provider: whether the run proved it dark.
+    pub disabled: Option<Verdict>,
+}
+
+impl Column {
+    pub fn title(&self) -> String {
+        if self.app { format!("app:{}", self.provider) } else { self.provider.clone() }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Matrix {
+    pub clients: Vec<String>,
+    pub columns: Vec<Column>,
+    /// (client, column title) → cell.
+    pub cells: BTreeMap<(String, String), Cell>,
+}
+
+impl Matrix {
+    pub fn cell(&self, client: &str, column: &Column) -> Option<&Cell> {
+        self.cells.get(&(client.to_string(), column.title()))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.clients.is_empty() || self.columns.is_empty()
+    }
+
+    /// Builds the matrix from a run's results.
+    pub fn from_report(report: &RunReport) -> Matrix {
+        let mut clients = BTreeSet::new();
+        let mut columns: BTreeMap<String, Column> = BTreeMap::new();
+        let mut pairs: BTreeMap<(String, String), Vec<&CheckResult>> = BTreeMap::new();
+        for r in &report.results {
+            let Some(provider) = r.provider.clone() else { continue };
+            let app = r.name.contains("-/->app:");
+            let column = Column { provider: provider.clone(), app, disabled: None };
+            let title = column.title();
+            let entry = columns.entry(title.clone()).or_insert(column);
+            if r.family == Family::Disabled {
+                entry.disabled = Some(r.verdict);
+            }
+            if let Some(client) = r.client.clone() {
+                clients.insert(client.clone());
+                pairs.entry((client, title)).or_default().push(r);
+            }
+        }
+        let cells = pairs.into_iter().map(|(key, results)| (key, cell_of(&results))).collect();
+        Matrix { clients: clients.into_iter().collect(), columns: columns.into_values().collect(), cells }
+    }
+}
+
+fn cell_of(results: &[&CheckResult]) -> Cell {
+    let reach: Vec<&&CheckResult> = results.iter().filter(|r| r.family == Family::Reach).collect();
+    if !reach.is_empty() {
+        let doors: Vec<String> = reach
+            .iter()
+            .flat_map(|r| r.findings.iter())
+            .filter(|f| matches!(f.kind, FindingKind::LateralReach | FindingKind::PublishedPortReach))
+            .map(|f| f.facts.get("addr").cloned().unwrap_or_else(|| f.message.clone()))
+            .collect();
+        if !doors.is_empty() {
+            return Cell::Leak { doors };
+        }
+        return match reach.iter().find(|r| r.verdict != Verdict::Passed) {
+            None => Cell::Isolated,
+            Some(r) if matches!(r.verdict, Verdict::Failed | Verdict::KnownFailure) => {
+                Cell::Leak { doors: vec![r.reason.clone()] }
+            }
+            Some(r) => Cell::NotJudged { why: format!("{} {}", r.name, r.verdict.as_str()) },
+        };
+    }
+    let admitted: Vec<&&CheckResult> =
+        results.iter().filter(|r| matches!(r.family, Family::Route | Family::Session)).collect();
+    if admitted.is_empty() {
+        return Cell::NotJudged { why: "no route, session or reach check ran".into() };
+    }
+    let broken: Vec<String> = admitted
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Failed | Verdict::KnownFailure | Verdict::Unreachable))
+        .map(|r| r.name.clone())
+        .collect();
+    if !broken.is_empty() {
+        return Cell::Broken { checks: broken };
+    }
+    match admitted.iter().find(|r| r.verdict != Verdict::Passed) {
+        None => Cell::Working,
+        Some(r) => Cell::NotJudged { why: format!("{} {}", r.name, r.verdict.as_str()) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Mode;
+    use crate::model::{CheckName, Finding};
+    use std::time::{Duration, SystemTime};
+
+    fn result(family: Family, client: &str, arrow: &str, provider: &str, verdict: Verdict) -> CheckResult {
+        CheckResult::new(&CheckName::pair(family, client, arrow, provider), verdict, "")
+    }
+
+    fn report(results: Vec<CheckResult>) -> RunReport {
+        RunReport {
+            scenario: "s".into(),
+            suite: "t".into(),
+            mode: Mode::Compose,
+            started_at: SystemTime::UNIX_EPOCH,
+            duration: Duration::ZERO,
+            results,
+            filtered_out: 0,
+        }
+    }
+
+    #[test]
+    fn cells_show_what_each_pair_proved() {
+        let mut leak = result(Family::Reach, "flowise", "-/->", "legacy", Verdict::Failed);
+        leak.findings.push(Finding::new(FindingKind::LateralReach, "x").fact("addr", "10.0.6.4:8000"));
+        let m = Matrix::from_report(&report(vec![
+            result(Family::Route, "webui", "->", "legacy", Verdict::Passed),
+            result(Family::Session, "webui", "->", "legacy", Verdict::Passed),
+            leak,
+            result(Family::Reach, "n8n", "-/->", "legacy", Verdict::Passed),
+            result(Family::Route, "webui", "->", "native", Verdict::Passed),
+            result(Family::Session, "webui", "->", "native", Verdict::Failed),
+            result(Family::Reach, "webui", "-/->app:", "gitea", Verdict::Passed),
+            CheckResult::new(&CheckName::of_provider(Family::Disabled, "wiki", None), Verdict::Passed, ""),
+        ]));
+        assert_eq!(m.clients, ["flowise", "n8n", "webui"]);
+        let col = |t: &str| m.columns.iter().find(|c| c.title() == t).unwrap().clone();
+        assert_eq!(m.cell("webui", &col("legacy")), Some(&Cell::Working));
+        assert_eq!(m.cell("flowise", &col("legacy")), Some(&Cell::Leak { doors: vec!["10.0.6.4:8000".into()] }));
+        assert_eq!(m.cell("n8n", &col("legacy")), Some(&Cell::Isolated));
+        assert!(matches!(m.cell("webui", &col("native")), Some(Cell::Broken { .. })));
+        assert_eq!(m.cell("webui", &col("app:gitea")), Some(&Cell::Isolated));
+        assert_eq!(col("wiki").disabled, Some(Verdict::Passed));
+    }
+}
