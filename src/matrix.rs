@@ -49,7 +49,7 @@ impl Cell {
 }
 
 /// A column: a provider, or the app behind a provider's sidecar.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Column {
     pub provider: String,
     pub app: bool,
