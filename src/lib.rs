@@ -12,6 +12,7 @@ pub mod dns;
 pub mod engine;
 pub mod exit;
 pub mod fsutil;
+pub mod html;
 pub mod matrix;
 pub mod mcp;
 pub mod model;
