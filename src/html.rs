@@ -84,7 +84,7 @@ pub fn matrix_svg(m: &Matrix) -> String {
             let detail = cell.map(Cell::detail).unwrap_or_else(|| "no check for this pair".into());
             let _ = write!(
                 svg,
-                r#"<g class="cell" data-client="{}" data-column="{}" data-state="{}"><title>{} → {}: {}</title><rect x="{}" y="{}" width="{}" height="{}" rx="6" fill="{fill}" stroke="#ffffff" stroke-width="3"/><text x="{}" y="{}" text-anchor="middle" fill="{ink}" font-weight="bold">{}</text>"#,
+                r##"<g class="cell" data-client="{}" data-column="{}" data-state="{}"><title>{} → {}: {}</title><rect x="{}" y="{}" width="{}" height="{}" rx="6" fill="{fill}" stroke="#ffffff" stroke-width="3"/><text x="{}" y="{}" text-anchor="middle" fill="{ink}" font-weight="bold">{}</text>"##,
                 escape(client),
                 escape(&col.title()),
                 state,
