@@ -11,6 +11,7 @@ pub mod deployment;
 pub mod dns;
 pub mod engine;
 pub mod exit;
+pub mod explain;
 pub mod fsutil;
 pub mod html;
 pub mod matrix;

@@ -1,0 +1,117 @@
+//! `cordon explain <check>`: what a check proves, from where, and what the last run saw
+//! (read back from `report.json`; nothing is probed).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+/// (what it proves, where it looks from) for a check name, by family and aspect.
+pub fn describe(name: &str) -> Option<(&'static str, &'static str)> {
+    let mut parts = name.splitn(3, "::");
+    let family = parts.next()?;
+    let subject = parts.next()?;
+    let aspect = parts.next();
+    Some(match (family, aspect) {
+        ("route", _) => (
+            "the provider's name resolves, as the client's libc resolves it (hosts file, then DNS with its search list), only to addresses of provider containers on networks the client shares — never to the wildcard answer or another container — and every such address accepts TCP on the endpoint port",
+            "the client container's own network namespace",
+        ),
+        ("reach", _) if subject.contains("-/->app:") => (
+            "no client reaches the app behind the provider's adapter sidecar directly: no TCP connect to any address of any app container, on any port it listens on or declares, or through a port published on the host",
+            "the client container's own network namespace",
+        ),
+        ("reach", _) => (
+            "a client the provider does not admit opens no TCP connection to any address of any replica, on any port a replica listens on or declares, nor through any port published on the host; a success is repeated before it counts, and a port is judged only once the provider listens on it",
+            "the client container's own network namespace",
+        ),
+        ("session", _) => (
+            "with the credential the client holds, at the address the client's libc gives first and at every other replica: the handshake succeeds, the tools list is read and the deterministic read answers as contracted",
+            "the client container's own network namespace",
+        ),
+        ("contract", Some("tools")) => (
+            "every replica serves exactly the allowlisted tools (a subset fails too), in every era it speaks (2026-07-28 and the initialize handshake), no mutating tool unless enabled, and the pinned schema hash if one is set",
+            "the first admitted client that shares a network with the provider, else the provider's own container (host mode: cordon's namespace)",
+        ),
+        ("contract", Some("read")) => (
+            "the deterministic read tool answers isError: false with the expected content, at every replica",
+            "the first admitted client that shares a network with the provider, else the provider's own container",
+        ),
+        ("contract", Some("anonymous" | "wrong_bearer" | "foreign_bearer")) => (
+            "the bearer is refused (401/403, or a JSON-RPC error where the scenario says so) at every entry point of every replica — initialize, server/discover, tools/list and tools/call with and without the 2026-07-28 headers, the SSE GET, the valid session's own id, any id a refusal hands out, a legacy session's message URL — and no answer discloses a tool name; it cannot be judged when the valid bearer gets no session either",
+            "the first admitted client that shares a network with the provider, else the provider's own container",
+        ),
+        ("disabled", _) => (
+            "the switched-off surface is dark: its name resolves to nothing outside the wildcard set, nothing accepts TCP or answers HTTP at its addresses, and no listener on its networks (or its former consumers') accepts its credential",
+            "every client's namespace, and a container on each network the provider declared or its former consumers sit on",
+        ),
+        ("sidecar", Some("interfaces")) => (
+            "every replica of the adapter sidecar sits on its declared networks only (docker_gwbridge allowed once in swarm), and the kernel's and the engine's views agree",
+            "each sidecar replica's own namespace and the engine",
+        ),
+        ("sidecar", Some("hardening")) => (
+            "every replica runs non-root, read-only, with all capabilities dropped, no-new-privileges, not privileged, no host namespaces, no engine socket, with memory/CPU/PID limits and no published ports",
+            "the engine's inspect of each replica, and its process's uid from /proc",
+        ),
+        ("openwebui", _) => (
+            "Open WebUI's tool-server connections, grants, per-user access and tool calls match the scenario, also after a restart of only its container",
+            "Open WebUI's API from inside its own container's namespace",
+        ),
+        _ => return None,
+    })
+}
+
+/// Prints the explanation and the last evidence for `check` from `results/report.json`.
+pub fn run(check: &str, results: &Path) -> i32 {
+    let Some((what, from)) = describe(check) else {
+        eprintln!("error: `{check}` is not a check name cordon knows (family::subject[::aspect]; see --list)");
+        return crate::exit::USAGE;
+    };
+    println!("{check}\n  proves: {what}\n  from:   {from}");
+    let path = results.join("report.json");
+    let report: Option<Value> = crate::fsutil::read_regular_text(&path, 64 << 20).ok().and_then(|t| serde_json::from_str(&t).ok());
+    let Some(report) = report else {
+        println!("  last run: no report at {} (run a suite first)", path.display());
+        return crate::exit::OK;
+    };
+    let found = report["report"]["results"].as_array().and_then(|rs| rs.iter().find(|r| r["name"] == check));
+    match found {
+        None => println!("  last run: {} has no result for this check", path.display()),
+        Some(r) => {
+            let text = |v: &Value| crate::text::sanitize(v.as_str().unwrap_or(""));
+            println!("  last run: {} — {}", text(&r["verdict"]), text(&r["reason"]));
+            for line in r["evidence"].as_array().into_iter().flatten() {
+                println!("    {}", text(line));
+            }
+            for line in r["transient"].as_array().into_iter().flatten() {
+                println!("    transient: {}", text(line));
+            }
+        }
+    }
+    crate::exit::OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_is_explained() {
+        for name in [
+            "route::webui->native",
+            "reach::n8n-/->legacy",
+            "reach::webui-/->app:gitea",
+            "session::webui->native",
+            "contract::native::tools",
+            "contract::native::read",
+            "contract::native::foreign_bearer",
+            "disabled::wiki",
+            "sidecar::gitea::interfaces",
+            "sidecar::gitea::hardening",
+            "openwebui::connections",
+        ] {
+            assert!(describe(name).is_some(), "{name}");
+        }
+        assert!(describe("nope::x").is_none());
+        assert!(describe("reach::webui-/->app:gitea").unwrap().0.contains("app behind"));
+    }
+}
