@@ -68,7 +68,8 @@ pub fn run(check: &str, results: &Path) -> i32 {
     };
     println!("{check}\n  proves: {what}\n  from:   {from}");
     let path = results.join("report.json");
-    let report: Option<Value> = crate::fsutil::read_regular_text(&path, 64 << 20).ok().and_then(|t| serde_json::from_str(&t).ok());
+    let report: Option<Value> =
+        crate::fsutil::read_regular_text(&path, 64 << 20).ok().and_then(|t| serde_json::from_str(&t).ok());
     let Some(report) = report else {
         println!("  last run: no report at {} (run a suite first)", path.display());
         return crate::exit::OK;

@@ -64,7 +64,12 @@ pub fn matrix_svg(m: &Matrix) -> String {
         );
         if !mark.is_empty() {
             let fill = if mark.contains("NOT") { "#c62828" } else { "#455a64" };
-            let _ = write!(svg, r#"<text x="{x}" y="{}" text-anchor="middle" fill="{fill}">{}</text>"#, COL_HEAD - 12, escape(mark.trim()));
+            let _ = write!(
+                svg,
+                r#"<text x="{x}" y="{}" text-anchor="middle" fill="{fill}">{}</text>"#,
+                COL_HEAD - 12,
+                escape(mark.trim())
+            );
         }
     }
     for (r, client) in m.clients.iter().enumerate() {
@@ -134,7 +139,11 @@ pub fn render(report: &RunReport) -> String {
     let mut html = String::new();
     html.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
     html.push_str("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">");
-    let _ = write!(html, "<title>cordon: {}</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body>", escape(&report.scenario));
+    let _ = write!(
+        html,
+        "<title>cordon: {}</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body>",
+        escape(&report.scenario)
+    );
     let status = match report.exit_code() {
         0 => "all checks hold",
         1 => "contract violated",
@@ -156,7 +165,11 @@ pub fn render(report: &RunReport) -> String {
     );
     let unstable = report.instability();
     if !unstable.is_empty() {
-        let _ = write!(html, "<p class=\"unreachable\">engine instability observed in {} check(s): a connect got through once and never again.</p>", unstable.len());
+        let _ = write!(
+            html,
+            "<p class=\"unreachable\">engine instability observed in {} check(s): a connect got through once and never again.</p>",
+            unstable.len()
+        );
     }
     if !matrix.is_empty() {
         html.push_str("<h2>Reach matrix</h2><p class=\"legend\"><span style=\"background:#2e7d32;color:#fff\">working</span><span style=\"background:#ef6c00;color:#fff\">broken</span><span style=\"background:#cfd8dc\">isolated</span><span style=\"background:#c62828;color:#fff\">LEAK</span><span style=\"background:#f5f5f5\">not judged</span></p>");
@@ -175,7 +188,8 @@ pub fn render(report: &RunReport) -> String {
     }
     html.push_str("</select></label></p><table><tr><th>check</th><th>verdict</th><th>reason and evidence</th></tr>");
     for r in &report.results {
-        let verdict = serde_json::to_value(r.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let verdict =
+            serde_json::to_value(r.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         let _ = write!(
             html,
             "<tr class=\"check\" data-family=\"{}\" data-verdict=\"{verdict}\"><td><code>{}</code></td><td class=\"{verdict}\">{}</td><td>{}<pre>",
@@ -202,7 +216,11 @@ mod tests {
 
     #[test]
     fn escaped_and_self_contained() {
-        let mut leak = CheckResult::new(&CheckName::pair(Family::Reach, "flowise", "-/->", "legacy"), Verdict::Failed, "x</td><script>alert(1)</script>");
+        let mut leak = CheckResult::new(
+            &CheckName::pair(Family::Reach, "flowise", "-/->", "legacy"),
+            Verdict::Failed,
+            "x</td><script>alert(1)</script>",
+        );
         leak.findings.push(Finding::new(FindingKind::LateralReach, "x").fact("addr", "10.0.6.4:8000"));
         leak.evidence.push("tool \u{202e}evil\n<b>".into());
         let report = RunReport {

@@ -98,7 +98,8 @@ pub fn client_target(topology: &Topology, scenario: &Scenario, client: &str) -> 
 /// read the host's resolv.conf, not the container's).
 pub fn pinned(provider: &Provider, addr: IpAddr) -> Endpoint {
     let port = provider.url.port_or_known_default().unwrap_or(80);
-    Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None }.pinned_to(SocketAddr::new(addr, port))
+    Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None }
+        .pinned_to(SocketAddr::new(addr, port))
 }
 
 /// Where the contract checks of a provider stand and what they talk to: in host mode the
