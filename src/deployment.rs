@@ -95,11 +95,15 @@ impl Deployment {
 
     /// Reads `/proc/<pid>/...` of a container, making sure the pid still names it after
     /// the read (a reused pid would answer for a stranger).
-    pub async fn read_proc<T>(&self, target: &Target, read: impl FnOnce(u32) -> Result<T, String>) -> Result<T, Attempt> {
+    pub async fn read_proc<T>(
+        &self,
+        target: &Target,
+        read: impl FnOnce(u32) -> Result<T, String>,
+    ) -> Result<T, Attempt> {
         let out = read(target.pid);
         let same = target.netns_inode.is_none_or(|ino| {
             use std::os::unix::fs::MetadataExt;
-            std::fs::metadata(format!("/proc/{}/ns/net", target.pid)).map(|m| m.ino()) .ok() == Some(ino)
+            std::fs::metadata(format!("/proc/{}/ns/net", target.pid)).map(|m| m.ino()).ok() == Some(ino)
         });
         match (out, same) {
             (Ok(v), true) => Ok(v),
@@ -107,7 +111,9 @@ impl Deployment {
                 self.refresh().await;
                 Err(Attempt::not_ready(format!("{} restarted while cordon read its sockets", target.name), vec![]))
             }
-            (Err(e), true) => Err(Attempt::not_ready(format!("cannot read the sockets of {}: {e}", target.name), vec![])),
+            (Err(e), true) => {
+                Err(Attempt::not_ready(format!("cannot read the sockets of {}: {e}", target.name), vec![]))
+            }
         }
     }
 }

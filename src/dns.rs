@@ -410,7 +410,8 @@ mod tests {
 
     #[test]
     fn hosts_file_matches_names_and_aliases() {
-        let hosts = "127.0.0.1\tlocalhost\n10.240.1.5 native native.demo.test # pinned\n10.9.9.9 Other\n10.240.1.6 native\n";
+        let hosts =
+            "127.0.0.1\tlocalhost\n10.240.1.5 native native.demo.test # pinned\n10.9.9.9 Other\n10.240.1.6 native\n";
         assert_eq!(hosts_lookup(hosts, "native"), vec![IpAddr::from([10, 240, 1, 5]), IpAddr::from([10, 240, 1, 6])]);
         assert_eq!(hosts_lookup(hosts, "NATIVE.demo.test."), vec![IpAddr::from([10, 240, 1, 5])]);
         assert_eq!(hosts_lookup(hosts, "other"), vec![IpAddr::from([10, 9, 9, 9])]);

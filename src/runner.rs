@@ -129,7 +129,11 @@ impl Events for Silent {}
 
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
-pub async fn run_checks(checks: Vec<Arc<dyn Check>>, ctx: Arc<RunContext>, events: Arc<dyn Events>) -> Vec<CheckResult> {
+pub async fn run_checks(
+    checks: Vec<Arc<dyn Check>>,
+    ctx: Arc<RunContext>,
+    events: Arc<dyn Events>,
+) -> Vec<CheckResult> {
     events.run_started(checks.len());
     let permits = Arc::new(Semaphore::new(ctx.suite.concurrency.max(1)));
     let mut handles = Vec::with_capacity(checks.len());

@@ -107,12 +107,8 @@ impl Topology {
     /// A container with `network_mode: container:<id>` (or compose's `service:<name>`)
     /// has no attachments of its own: it sits on the networks of the one it joined.
     async fn share_namespaces(&mut self, engine: &Engine) -> Result<(), EngineError> {
-        let joined: Vec<(String, String)> = self
-            .services
-            .values()
-            .flatten()
-            .filter_map(|t| t.netns_of.clone().map(|of| (t.id.clone(), of)))
-            .collect();
+        let joined: Vec<(String, String)> =
+            self.services.values().flatten().filter_map(|t| t.netns_of.clone().map(|of| (t.id.clone(), of))).collect();
         for (id, of) in joined {
             let host = match self.services.values().flatten().find(|t| t.id == of || t.id.starts_with(&of)) {
                 Some(t) => t.clone(),

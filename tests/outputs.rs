@@ -49,7 +49,11 @@ fn no_secret_value_appears_in_anything_written() {
     let run = fixture.run(HOST_SUITE, &[]);
     assert_eq!(run.code, 1, "the failing peers must fail the run:\n{}", run.stdout);
     run.expect("contract::gamma::foreign_bearer", "failed", "another provider's valid bearer (");
-    assert!(run.check("contract::gamma::foreign_bearer").2.contains("another provider's valid bearer (alpha, of provider alpha)"));
+    assert!(
+        run.check("contract::gamma::foreign_bearer")
+            .2
+            .contains("another provider's valid bearer (alpha, of provider alpha)")
+    );
 
     let mut outputs = all_files(&run.results_dir);
     assert_eq!(outputs.len(), 3, "junit, json and markdown: {:?}", outputs.iter().map(|o| &o.0).collect::<Vec<_>>());

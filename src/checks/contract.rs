@@ -78,7 +78,9 @@ impl Probe for ToolsCheck {
             })
             .await;
             match observed {
-                Ok(observations) => judge_tools_everywhere(&provider, &observations, vec![format!("probed from {}", vantage.label)]),
+                Ok(observations) => {
+                    judge_tools_everywhere(&provider, &observations, vec![format!("probed from {}", vantage.label)])
+                }
                 Err(attempt) => attempt,
             }
         })
@@ -86,7 +88,11 @@ impl Probe for ToolsCheck {
 }
 
 /// Pure: every replica, in every era it speaks, serves exactly the allowlist.
-pub fn judge_tools_everywhere(provider: &Provider, observations: &[ToolsObservation], mut evidence: Vec<String>) -> Attempt {
+pub fn judge_tools_everywhere(
+    provider: &Provider,
+    observations: &[ToolsObservation],
+    mut evidence: Vec<String>,
+) -> Attempt {
     let mut findings = Vec::new();
     let many = observations.len() > 1;
     for o in observations {
@@ -261,7 +267,8 @@ pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evi
             evidence,
         );
     }
-    let failed = |message: String| Attempt::failed(vec![Finding::new(FindingKind::ReadFailed, message)], evidence.clone());
+    let failed =
+        |message: String| Attempt::failed(vec![Finding::new(FindingKind::ReadFailed, message)], evidence.clone());
     match expect {
         Expectation::TextContains(needle) => {
             if result.text.iter().any(|t| t.contains(needle.as_str())) {
@@ -271,12 +278,17 @@ pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evi
             }
         }
         Expectation::JsonSubset(expected) => {
-            let mut candidates =
-                result.structured.iter().cloned().chain(result.text.iter().filter_map(|t| serde_json::from_str::<Value>(t).ok()));
+            let mut candidates = result
+                .structured
+                .iter()
+                .cloned()
+                .chain(result.text.iter().filter_map(|t| serde_json::from_str::<Value>(t).ok()));
             if candidates.any(|c| json_contains(&c, expected)) {
                 Attempt::Pass { evidence }
             } else {
-                failed(format!("read tool `{tool}` returned nothing (structuredContent or JSON text) containing {expected}"))
+                failed(format!(
+                    "read tool `{tool}` returned nothing (structuredContent or JSON text) containing {expected}"
+                ))
             }
         }
     }
@@ -331,14 +343,7 @@ mod tests {
     }
 
     fn run(replica: &str, era: Option<Era>, names: Option<&[&str]>) -> SessionRun {
-        SessionRun {
-            replica: replica.into(),
-            era,
-            hops: vec![],
-            failed: None,
-            tools: names.map(tools),
-            read: None,
-        }
+        SessionRun { replica: replica.into(), era, hops: vec![], failed: None, tools: names.map(tools), read: None }
     }
 
     fn kinds(a: &Attempt) -> Vec<FindingKind> {
@@ -372,12 +377,17 @@ mod tests {
     #[test]
     fn every_replica_and_every_era_is_judged() {
         let p = provider(&["add", "echo"], &["delete_everything"], None);
-        let good = ToolsObservation { first: run("r1", Some(Era::Stateless2026), Some(&["add", "echo"])), handshake: None };
+        let good =
+            ToolsObservation { first: run("r1", Some(Era::Stateless2026), Some(&["add", "echo"])), handshake: None };
         assert!(judge_tools_everywhere(&p, &[good.clone()], vec![]).is_pass());
         // A mutating tool shown only to clients that use the initialize handshake.
         let eras = ToolsObservation {
             first: run("r1", Some(Era::Stateless2026), Some(&["add", "echo"])),
-            handshake: Some(run("r1", Some(Era::Stateful { protocol_version: "2025-06-18".into() }), Some(&["add", "echo", "delete_everything"]))),
+            handshake: Some(run(
+                "r1",
+                Some(Era::Stateful { protocol_version: "2025-06-18".into() }),
+                Some(&["add", "echo", "delete_everything"]),
+            )),
         };
         let k = kinds(&judge_tools_everywhere(&p, &[eras], vec![]));
         assert!(k.contains(&FindingKind::ErasDisagree) && k.contains(&FindingKind::MutatingToolServed), "{k:?}");
@@ -395,9 +405,15 @@ mod tests {
         let result = ToolResult { is_error: false, text: vec!["{\"n\": 5}".into()], structured: None, raw: json!({}) };
         assert!(judge_read("t", &Expectation::JsonSubset(json!({"n": 5})), &result, vec![]).is_pass());
         assert!(judge_read("t", &Expectation::TextContains("5".into()), &result, vec![]).is_pass());
-        assert_eq!(kinds(&judge_read("t", &Expectation::TextContains("6".into()), &result, vec![])), vec![FindingKind::ReadFailed]);
+        assert_eq!(
+            kinds(&judge_read("t", &Expectation::TextContains("6".into()), &result, vec![])),
+            vec![FindingKind::ReadFailed]
+        );
         let failed = ToolResult { is_error: true, ..result };
-        assert_eq!(kinds(&judge_read("t", &Expectation::TextContains("5".into()), &failed, vec![])), vec![FindingKind::ReadFailed]);
+        assert_eq!(
+            kinds(&judge_read("t", &Expectation::TextContains("5".into()), &failed, vec![])),
+            vec![FindingKind::ReadFailed]
+        );
     }
 
     #[test]

@@ -135,7 +135,12 @@ async fn positions(
     let mut out: Vec<Position> = Vec::new();
     for client in &ctx.scenario.clients {
         if let Some(target) = topology.running(&client.service).first() {
-            out.push(Position { target: target.clone(), label: format!("client {}", client.id), resolve: true, doors: vec![] });
+            out.push(Position {
+                target: target.clone(),
+                label: format!("client {}", client.id),
+                resolve: true,
+                doors: vec![],
+            });
         }
     }
     let mut networks: BTreeSet<String> = provider.networks.iter().cloned().collect();
@@ -153,7 +158,12 @@ async fn positions(
             Some(i) => i,
             None => match on_it.first() {
                 Some(t) => {
-                    out.push(Position { target: (*t).clone(), label: format!("network {network} via {}", t.name), resolve: false, doors: vec![] });
+                    out.push(Position {
+                        target: (*t).clone(),
+                        label: format!("network {network} via {}", t.name),
+                        resolve: false,
+                        doors: vec![],
+                    });
                     out.len() - 1
                 }
                 None => {
@@ -237,9 +247,17 @@ async fn look(
         read_timeout: limits.read_timeout.min(short),
         ..limits
     };
-    let asks = [Ask::new(EntryPoint::Initialize), Ask::new(EntryPoint::Discover).modern(), Ask::new(EntryPoint::ToolsList).modern()];
+    let asks = [
+        Ask::new(EntryPoint::Initialize),
+        Ask::new(EntryPoint::Discover).modern(),
+        Ask::new(EntryPoint::ToolsList).modern(),
+    ];
     let credential = join_all(doors.into_iter().map(|door| {
-        let client = McpClient::new(pinned(provider, door.addr.ip()).at_port(door.addr.port()), Some(secret.clone()), quick.clone());
+        let client = McpClient::new(
+            pinned(provider, door.addr.ip()).at_port(door.addr.port()),
+            Some(secret.clone()),
+            quick.clone(),
+        );
         let asks = asks.clone();
         async move {
             let Ok(client) = client else { return (door, vec![]) };
@@ -289,7 +307,8 @@ pub fn judge(url: &str, looks: &[Look], mut evidence: Vec<String>) -> Attempt {
         for (addr, r) in &l.knocks {
             match r {
                 Ok(()) => findings.push(
-                    Finding::new(FindingKind::StillAccepting, format!("still accepting TCP: from {from} {addr}")).fact("addr", addr),
+                    Finding::new(FindingKind::StillAccepting, format!("still accepting TCP: from {from} {addr}"))
+                        .fact("addr", addr),
                 ),
                 Err(e) => evidence.push(format!("{from}: {addr}: {e}")),
             }
@@ -310,7 +329,8 @@ pub fn judge(url: &str, looks: &[Look], mut evidence: Vec<String>) -> Attempt {
             }
         }
         for (door, tries) in &l.credential {
-            let granted: Vec<&Exchange> = tries.iter().filter_map(|t| t.outcome.as_ref().ok()).filter(|e| grants(e)).collect();
+            let granted: Vec<&Exchange> =
+                tries.iter().filter_map(|t| t.outcome.as_ref().ok()).filter(|e| grants(e)).collect();
             match granted.first() {
                 Some(e) => {
                     evidence.push(format!("{from}: {door}: {}", e.summary()));
@@ -378,7 +398,10 @@ mod tests {
             www_authenticate: None,
             session_id: None,
             hops: vec![],
-            body: BodyFacts { messages: if result { vec![RpcFacts { result: true, error_code: None }] } else { vec![] }, ..Default::default() },
+            body: BodyFacts {
+                messages: if result { vec![RpcFacts { result: true, error_code: None }] } else { vec![] },
+                ..Default::default()
+            },
         }
     }
 
@@ -401,10 +424,18 @@ mod tests {
         assert_eq!(kinds(judge("u", &[l], vec![])), vec![FindingKind::StillRouted]);
         let mut l = dark("client a");
         l.knocks = vec![("10.0.1.9:8000".parse().unwrap(), Ok(()))];
-        l.answers = vec![Try { ask: Ask::new(EntryPoint::SseGet), outcome: Ok(exchange(Ask::new(EntryPoint::SseGet), 401, false)) }];
+        l.answers = vec![Try {
+            ask: Ask::new(EntryPoint::SseGet),
+            outcome: Ok(exchange(Ask::new(EntryPoint::SseGet), 401, false)),
+        }];
         assert_eq!(kinds(judge("u", &[l], vec![])), vec![FindingKind::StillAccepting, FindingKind::StillListening]);
         let mut l = dark("network net-native via x");
-        let door = Door { addr: "10.0.1.7:8000".parse().unwrap(), container: "wiki-old_1".into(), network: "net-native".into(), via: super::super::reach::Via::Direct };
+        let door = Door {
+            addr: "10.0.1.7:8000".parse().unwrap(),
+            container: "wiki-old_1".into(),
+            network: "net-native".into(),
+            via: super::super::reach::Via::Direct,
+        };
         let ask = Ask::new(EntryPoint::Initialize);
         l.credential = vec![(door, vec![Try { ask: ask.clone(), outcome: Ok(exchange(ask, 200, true)) }])];
         let Attempt::Fail { findings, .. } = judge("u", &[l], vec![]) else { panic!() };
@@ -415,7 +446,12 @@ mod tests {
     #[test]
     fn a_refused_credential_is_dead() {
         let mut l = dark("client a");
-        let door = Door { addr: "10.0.1.5:8000".parse().unwrap(), container: "native_1".into(), network: "net-native".into(), via: super::super::reach::Via::Direct };
+        let door = Door {
+            addr: "10.0.1.5:8000".parse().unwrap(),
+            container: "native_1".into(),
+            network: "net-native".into(),
+            via: super::super::reach::Via::Direct,
+        };
         let ask = Ask::new(EntryPoint::Initialize);
         l.credential = vec![(door, vec![Try { ask: ask.clone(), outcome: Ok(exchange(ask, 401, false)) }])];
         assert!(judge("u", &[l], vec![]).is_pass());

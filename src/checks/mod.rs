@@ -98,7 +98,8 @@ pub fn client_target(topology: &Topology, scenario: &Scenario, client: &str) -> 
 /// read the host's resolv.conf, not the container's).
 pub fn pinned(provider: &Provider, addr: IpAddr) -> Endpoint {
     let port = provider.url.port_or_known_default().unwrap_or(80);
-    Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None }.pinned_to(SocketAddr::new(addr, port))
+    Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None }
+        .pinned_to(SocketAddr::new(addr, port))
 }
 
 /// Where the contract checks of a provider stand and what they talk to: in host mode the
@@ -129,7 +130,9 @@ pub fn contract_vantage(ctx: &RunContext, provider: &Provider) -> Result<Vantage
         .iter()
         .filter_map(|c| ctx.scenario.clients.iter().find(|x| &x.id == c))
         .find_map(|c| topology.running(&c.service).first().map(|t| (t.clone(), format!("client {}", c.id))))
-        .or_else(|| topology.running(&provider.service).first().map(|t| (t.clone(), format!("provider {}", provider.id))));
+        .or_else(|| {
+            topology.running(&provider.service).first().map(|t| (t.clone(), format!("provider {}", provider.id)))
+        });
     let Some((target, label)) = position else {
         return Err(Attempt::not_ready(
             format!("no running container of an admitted client or of provider `{}` to probe from", provider.id),

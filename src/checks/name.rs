@@ -49,7 +49,8 @@ impl NameSeen {
 /// Learns W (once per namespace) and resolves `host` like the client's libc. Failures
 /// to get any answer are "not ready".
 pub async fn observe(view: &NsView, host: &str) -> Result<NameSeen, Attempt> {
-    let wildcard = view.wildcard().await.map_err(|e| Attempt::not_ready(format!("{}: {e}", view.label()), vec![]))?.clone();
+    let wildcard =
+        view.wildcard().await.map_err(|e| Attempt::not_ready(format!("{}: {e}", view.label()), vec![]))?.clone();
     let answer = view
         .resolve(host)
         .await
@@ -61,12 +62,21 @@ pub async fn observe(view: &NsView, host: &str) -> Result<NameSeen, Attempt> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Role {
     /// A provider container, on a network the client shares.
-    Provider { container: String, network: String },
+    Provider {
+        container: String,
+        network: String,
+    },
     /// A provider container, but on a network the client is not on.
-    ProviderElsewhere { container: String, network: String },
+    ProviderElsewhere {
+        container: String,
+        network: String,
+    },
     Wildcard,
     /// Another container the engine knows.
-    Other { container: String, network: String },
+    Other {
+        container: String,
+        network: String,
+    },
     Unknown,
 }
 
@@ -75,7 +85,9 @@ impl Role {
         match self {
             Role::Provider { container, network } => format!("{addr} (provider {container} on {network})"),
             Role::ProviderElsewhere { container, network } => {
-                format!("{addr}, which is provider container `{container}` on `{network}`, a network the client does not share")
+                format!(
+                    "{addr}, which is provider container `{container}` on `{network}`, a network the client does not share"
+                )
             }
             Role::Wildcard => format!("{addr} (in the wildcard set)"),
             Role::Other { container, network } => {
@@ -88,7 +100,12 @@ impl Role {
 
 /// Classifies every answer by the engine's view. `client` is the container whose
 /// networks count as shared (`None`: any network).
-pub fn roles(seen: &NameSeen, providers: &[Target], client: Option<&Target>, topology: &Topology) -> Vec<(IpAddr, Role)> {
+pub fn roles(
+    seen: &NameSeen,
+    providers: &[Target],
+    client: Option<&Target>,
+    topology: &Topology,
+) -> Vec<(IpAddr, Role)> {
     let shares = |network: &str| client.is_none_or(|c| c.attachments.iter().any(|a| a.network == network));
     seen.answer
         .addrs
@@ -120,7 +137,11 @@ pub fn roles(seen: &NameSeen, providers: &[Target], client: Option<&Target>, top
 
 /// The provider's addresses among the answers, if every answer is one; otherwise the
 /// findings that say what else the name leads to.
-pub fn judge(seen: &NameSeen, roles: &[(IpAddr, Role)], from: &str) -> Result<Vec<(IpAddr, String, String)>, Vec<Finding>> {
+pub fn judge(
+    seen: &NameSeen,
+    roles: &[(IpAddr, Role)],
+    from: &str,
+) -> Result<Vec<(IpAddr, String, String)>, Vec<Finding>> {
     let host = &seen.host;
     let owned: Vec<(IpAddr, String, String)> = roles
         .iter()
@@ -199,7 +220,10 @@ mod tests {
     fn seen(answers: &[&str], wildcard: &[&str], source: AnswerSource) -> NameSeen {
         NameSeen {
             host: "native".into(),
-            wildcard: WildcardSet { addrs: wildcard.iter().map(|a| a.parse().unwrap()).collect(), ..Default::default() },
+            wildcard: WildcardSet {
+                addrs: wildcard.iter().map(|a| a.parse().unwrap()).collect(),
+                ..Default::default()
+            },
             answer: NameAnswer { source, addrs: answers.iter().map(|a| a.parse().unwrap()).collect() },
         }
     }

@@ -79,7 +79,11 @@ impl std::fmt::Display for Door {
         match &self.via {
             Via::Direct => write!(f, "{} ({} on network {})", self.addr, self.container, self.network),
             Via::Published { container_port } => {
-                write!(f, "{} (the host port published for {} {container_port}, through gateway {})", self.addr, self.container, self.network)
+                write!(
+                    f,
+                    "{} (the host port published for {} {container_port}, through gateway {})",
+                    self.addr, self.container, self.network
+                )
             }
         }
     }
@@ -126,7 +130,8 @@ pub fn surface(
         for att in &t.attachments {
             let network = topology.network_key(&att.network).to_string();
             for addr in att.ipv4.map(IpAddr::V4).into_iter().chain(att.ipv6.map(IpAddr::V6)) {
-                let mut ports: BTreeSet<u16> = ls.iter().filter(|l| l.accepts_on(addr)).map(|l| l.addr.port()).collect();
+                let mut ports: BTreeSet<u16> =
+                    ls.iter().filter(|l| l.accepts_on(addr)).map(|l| l.addr.port()).collect();
                 ports.extend(declared);
                 for port in ports {
                     s.doors.push(Door {
@@ -196,7 +201,9 @@ impl Probe for ReachCheck {
                 Err(attempt) => return attempt,
             };
             let mut gateways = topology.gateways_of(&client);
-            if let Ok(defaults) = deployment.read_proc(&client, |pid| procfs::default_gateways(pid).map_err(|e| e.to_string())).await {
+            if let Ok(defaults) =
+                deployment.read_proc(&client, |pid| procfs::default_gateways(pid).map_err(|e| e.to_string())).await
+            {
                 gateways.extend(defaults);
             }
             gateways.sort();
@@ -211,8 +218,16 @@ impl Probe for ReachCheck {
                 Ok(k) => k,
                 Err(attempt) => return attempt,
             };
-            let what = if self.app { format!("the app behind `{}` ({service})", provider.id) } else { format!("`{}`", provider.id) };
-            let who = if self.app { format!("client {}", self.client) } else { format!("client {} is not admitted to `{}` but", self.client, provider.id) };
+            let what = if self.app {
+                format!("the app behind `{}` ({service})", provider.id)
+            } else {
+                format!("`{}`", provider.id)
+            };
+            let who = if self.app {
+                format!("client {}", self.client)
+            } else {
+                format!("client {} is not admitted to `{}` but", self.client, provider.id)
+            };
             judge(&surface, &knocks, &who, &what)
         })
     }
@@ -240,10 +255,17 @@ pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Atte
         match &k.first {
             Err(e) => evidence.push(format!("{}: {e}", k.door)),
             Ok(()) if k.repeats.iter().all(Result::is_ok) => {
-                evidence.push(format!("{}: connected ({} of {} repeats too)", k.door, k.repeats.len(), k.repeats.len()));
+                evidence.push(format!(
+                    "{}: connected ({} of {} repeats too)",
+                    k.door,
+                    k.repeats.len(),
+                    k.repeats.len()
+                ));
                 let (kind, how) = match &k.door.via {
                     Via::Direct => (FindingKind::LateralReach, "lateral reach through a shared network"),
-                    Via::Published { .. } => (FindingKind::PublishedPortReach, "reach through a port published on the host"),
+                    Via::Published { .. } => {
+                        (FindingKind::PublishedPortReach, "reach through a port published on the host")
+                    }
                 };
                 findings.push(
                     Finding::new(kind, format!("{who} opened TCP to {what} at {}: {how}", k.door))
@@ -255,7 +277,11 @@ pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Atte
             Ok(()) => evidence.push(format!(
                 "{TRANSIENT_MARK}{} connected once but not again ({}): the engine let it through for a moment",
                 k.door,
-                k.repeats.iter().map(|r| r.clone().err().unwrap_or_else(|| "connected".into())).collect::<Vec<_>>().join("; ")
+                k.repeats
+                    .iter()
+                    .map(|r| r.clone().err().unwrap_or_else(|| "connected".into()))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             )),
         }
     }
@@ -315,9 +341,16 @@ mod tests {
 
     #[test]
     fn every_listener_every_replica_and_every_published_port_is_a_door() {
-        let published = vec![PublishedPort { container_port: "8000/tcp".into(), host_ip: "0.0.0.0".into(), host_port: "18000".into() }];
+        let published = vec![PublishedPort {
+            container_port: "8000/tcp".into(),
+            host_ip: "0.0.0.0".into(),
+            host_port: "18000".into(),
+        }];
         let targets = [target("native_1", "10.0.1.5", published), target("native_2", "10.0.1.6", vec![])];
-        let l = listens(&[("native_1", &["0.0.0.0:8000", "0.0.0.0:9090", "127.0.0.1:6060"]), ("native_2", &["0.0.0.0:8000"])]);
+        let l = listens(&[
+            ("native_1", &["0.0.0.0:8000", "0.0.0.0:9090", "127.0.0.1:6060"]),
+            ("native_2", &["0.0.0.0:8000"]),
+        ]);
         let gw: Vec<IpAddr> = vec!["10.0.0.1".parse().unwrap()];
         let s = surface(&topo(), &targets, &l, &[8000], &gw);
         let doors: Vec<String> = s.doors.iter().map(|d| d.addr.to_string()).collect();
@@ -335,7 +368,11 @@ mod tests {
     }
 
     fn knock(addr: &str, via: Via, first: Result<(), String>, repeats: Vec<Result<(), String>>) -> Knock {
-        Knock { door: Door { addr: addr.parse().unwrap(), container: "native_2".into(), network: "postgres".into(), via }, first, repeats }
+        Knock {
+            door: Door { addr: addr.parse().unwrap(), container: "native_2".into(), network: "postgres".into(), via },
+            first,
+            repeats,
+        }
     }
 
     #[test]
@@ -349,12 +386,14 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let flicker = knock("10.0.6.4:8000", Via::Direct, Ok(()), vec![Err("no answer".into()), Err("no answer".into())]);
+        let flicker =
+            knock("10.0.6.4:8000", Via::Direct, Ok(()), vec![Err("no answer".into()), Err("no answer".into())]);
         match judge(&s, &[flicker], "c", "`legacy`") {
             Attempt::Pass { evidence } => assert!(evidence[0].starts_with(TRANSIENT_MARK)),
             other => panic!("{other:?}"),
         }
-        let published = knock("10.0.0.1:18000", Via::Published { container_port: "8000/tcp".into() }, Ok(()), vec![Ok(()), Ok(())]);
+        let published =
+            knock("10.0.0.1:18000", Via::Published { container_port: "8000/tcp".into() }, Ok(()), vec![Ok(()), Ok(())]);
         let Attempt::Fail { findings, .. } = judge(&s, &[published], "c", "`legacy`") else { panic!() };
         assert_eq!(findings[0].kind, FindingKind::PublishedPortReach);
     }

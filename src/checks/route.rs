@@ -79,9 +79,14 @@ impl Probe for RouteCheck {
             let observed = deployment
                 .run_in(&client, &format!("client {}", self.client), move |view| async move {
                     let name = name::observe(&view, &host).await?;
-                    let targets: Vec<SocketAddr> = name.routed().into_iter().map(|a| SocketAddr::new(a, port)).collect();
+                    let targets: Vec<SocketAddr> =
+                        name.routed().into_iter().map(|a| SocketAddr::new(a, port)).collect();
                     let outcomes = join_all(targets.iter().map(|a| tcp_connect(*a, timeout))).await;
-                    Ok::<_, Attempt>(RouteObservation { name, port, connects: targets.into_iter().zip(outcomes).collect() })
+                    Ok::<_, Attempt>(RouteObservation {
+                        name,
+                        port,
+                        connects: targets.into_iter().zip(outcomes).collect(),
+                    })
                 })
                 .await;
             let observation = match observed {
@@ -112,7 +117,9 @@ pub fn judge(
     let mut starting = Vec::new();
     for (addr, container, network) in owned {
         let target = SocketAddr::new(addr, o.port);
-        let listens = listening.get(&container).is_some_and(|ls| ls.iter().any(|l| l.addr.port() == o.port && l.accepts_on(addr)));
+        let listens = listening
+            .get(&container)
+            .is_some_and(|ls| ls.iter().any(|l| l.addr.port() == o.port && l.accepts_on(addr)));
         match o.connects.iter().find(|(a, _)| *a == target).map(|(_, r)| r) {
             Some(Ok(())) => evidence.push(format!("{target} ({container} on {network}) accepted TCP")),
             Some(Err(e)) if listens => {
@@ -129,7 +136,9 @@ pub fn judge(
                     .fact("container", &container),
                 );
             }
-            Some(Err(e)) => starting.push(format!("{target} ({container}): {e}; it does not listen on port {} yet", o.port)),
+            Some(Err(e)) => {
+                starting.push(format!("{target} ({container}): {e}; it does not listen on port {} yet", o.port))
+            }
             None => starting.push(format!("{target} ({container}) was not tried")),
         }
     }

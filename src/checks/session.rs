@@ -91,7 +91,8 @@ pub struct SessionPlan {
 /// Opens a session, lists tools and/or calls the read tool, and closes it. Runs in the
 /// namespace of the position.
 pub async fn run_session(plan: SessionPlan) -> SessionRun {
-    let mut run = SessionRun { replica: plan.replica.clone(), era: None, hops: vec![], failed: None, tools: None, read: None };
+    let mut run =
+        SessionRun { replica: plan.replica.clone(), era: None, hops: vec![], failed: None, tools: None, read: None };
     let client = match McpClient::new(plan.endpoint, Some(plan.secret), plan.limits) {
         Ok(c) => c,
         Err(e) => {
@@ -137,7 +138,8 @@ pub fn judge_runs(runs: &[SessionRun], read: Option<&ReadSpec>, mut evidence: Ve
             if e.not_ready {
                 not_ready.push(text);
             } else {
-                let kind = if step.starts_with("tools/call") { FindingKind::ReadFailed } else { FindingKind::SessionFailed };
+                let kind =
+                    if step.starts_with("tools/call") { FindingKind::ReadFailed } else { FindingKind::SessionFailed };
                 findings.push(Finding::new(kind, text).fact("replica", &run.replica));
             }
             continue;

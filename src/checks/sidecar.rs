@@ -36,7 +36,10 @@ impl Probe for InterfacesCheck {
             let topology = deployment.topology();
             let targets = topology.running(&provider.service).to_vec();
             if targets.is_empty() {
-                return Attempt::not_ready(format!("sidecar service `{}` has no running container", provider.service), vec![]);
+                return Attempt::not_ready(
+                    format!("sidecar service `{}` has no running container", provider.service),
+                    vec![],
+                );
             }
             let allow_gwbridge = ctx.suite.mode == Mode::Swarm;
             let mut findings = Vec::new();
@@ -105,8 +108,11 @@ pub fn judge_interfaces(
                 .map(|n| format!(" (it is on network {})", topology.network_key(&n.name)))
                 .unwrap_or_default();
             problems.push(
-                Finding::new(FindingKind::AddressOutsideDeclared, format!("{ifname} {addr} lies in no declared network's subnet{on}"))
-                    .fact("addr", addr),
+                Finding::new(
+                    FindingKind::AddressOutsideDeclared,
+                    format!("{ifname} {addr} lies in no declared network's subnet{on}"),
+                )
+                .fact("addr", addr),
             );
         }
     }
@@ -126,11 +132,17 @@ pub fn judge_interfaces(
     let kernel_addrs: BTreeSet<IpAddr> = kernel.iter().map(|(_, a)| *a).collect();
     let engine_addrs: BTreeSet<IpAddr> = target.addresses().into_iter().collect();
     for missing in engine_addrs.difference(&kernel_addrs) {
-        problems.push(Finding::new(FindingKind::ViewsDisagree, format!("the engine reports {missing} but the kernel has no such address")));
+        problems.push(Finding::new(
+            FindingKind::ViewsDisagree,
+            format!("the engine reports {missing} but the kernel has no such address"),
+        ));
     }
     for extra in kernel_addrs.difference(&engine_addrs) {
         if !gwbridge.is_some_and(|g| g.contains(*extra)) {
-            problems.push(Finding::new(FindingKind::ViewsDisagree, format!("the kernel has {extra} but the engine reports no attachment with it")));
+            problems.push(Finding::new(
+                FindingKind::ViewsDisagree,
+                format!("the kernel has {extra} but the engine reports no attachment with it"),
+            ));
         }
     }
     for att in &target.attachments {
@@ -138,7 +150,8 @@ pub fn judge_interfaces(
         let platform_plumbing = allow_gwbridge && att.network == "docker_gwbridge";
         if !platform_plumbing && !declared.iter().any(|d| d == key) {
             problems.push(
-                Finding::new(FindingKind::UndeclaredNetwork, format!("attached to undeclared network `{key}`")).fact("network", key),
+                Finding::new(FindingKind::UndeclaredNetwork, format!("attached to undeclared network `{key}`"))
+                    .fact("network", key),
             );
         }
     }
@@ -165,7 +178,10 @@ impl Probe for HardeningCheck {
             let topology = deployment.topology();
             let targets = topology.running(&provider.service);
             if targets.is_empty() {
-                return Attempt::not_ready(format!("sidecar service `{}` has no running container", provider.service), vec![]);
+                return Attempt::not_ready(
+                    format!("sidecar service `{}` has no running container", provider.service),
+                    vec![],
+                );
             }
             let mut findings = Vec::new();
             let mut evidence = Vec::new();
@@ -182,10 +198,12 @@ impl Probe for HardeningCheck {
                         here.push("runs as root (its process has effective uid 0)".into());
                     }
                     Some(uid) => evidence.push(format!("{}: process effective uid {uid}", target.name)),
-                    None => evidence.push(format!("{}: effective uid unreadable from /proc/{}/status", target.name, target.pid)),
+                    None => evidence
+                        .push(format!("{}: effective uid unreadable from /proc/{}/status", target.name, target.pid)),
                 }
                 findings.extend(here.into_iter().map(|f| {
-                    Finding::new(FindingKind::Hardening, format!("{}: {f}", target.name)).fact("container", &target.name)
+                    Finding::new(FindingKind::Hardening, format!("{}: {f}", target.name))
+                        .fact("container", &target.name)
                 }));
             }
             Attempt::from_findings(findings, evidence)

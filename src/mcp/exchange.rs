@@ -302,10 +302,8 @@ async fn read_facts(
         let out = match d.feed(&chunk) {
             Ok(out) => out,
             Err(e) => {
-                facts.undecodable = Some(format!(
-                    "cannot decode its {} body: {e}",
-                    head.content_encoding.as_deref().unwrap_or("")
-                ));
+                facts.undecodable =
+                    Some(format!("cannot decode its {} body: {e}", head.content_encoding.as_deref().unwrap_or("")));
                 decoder = None;
                 continue;
             }
@@ -483,7 +481,9 @@ mod tests {
 
     #[test]
     fn json_rpc_messages_are_counted() {
-        let f = facts(br#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":-32001,"message":"x"}}]"#);
+        let f = facts(
+            br#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"error":{"code":-32001,"message":"x"}}]"#,
+        );
         assert!(f.has_result() && f.has_error());
         assert_eq!(f.messages[1].error_code, Some(-32001));
         assert!(facts(br#"{"error":"unauthenticated"}"#).messages.is_empty());
@@ -493,7 +493,10 @@ mod tests {
     fn asks_describe_themselves() {
         assert_eq!(Ask::new(EntryPoint::ToolsList).modern().to_string(), "tools/list (2026-07-28 headers, no session)");
         assert_eq!(
-            Ask::new(EntryPoint::ToolsCall).calling("add", json!({})).with_session("x", "the valid session").to_string(),
+            Ask::new(EntryPoint::ToolsCall)
+                .calling("add", json!({}))
+                .with_session("x", "the valid session")
+                .to_string(),
             "tools/call add (plain JSON-RPC, with the session id of the valid session)"
         );
         assert_eq!(Ask::new(EntryPoint::SseGet).to_string(), "SSE GET");

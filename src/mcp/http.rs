@@ -253,7 +253,11 @@ impl Decoder {
 
     /// Decoded bytes for one compressed chunk.
     pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<u8>, String> {
-        fn drain<W: Write>(w: &mut W, chunk: &[u8], inner: impl FnOnce(&mut W) -> &mut Vec<u8>) -> Result<Vec<u8>, String> {
+        fn drain<W: Write>(
+            w: &mut W,
+            chunk: &[u8],
+            inner: impl FnOnce(&mut W) -> &mut Vec<u8>,
+        ) -> Result<Vec<u8>, String> {
             w.write_all(chunk).map_err(|e| e.to_string())?;
             w.flush().map_err(|e| e.to_string())?;
             Ok(std::mem::take(inner(w)))

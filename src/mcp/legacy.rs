@@ -216,7 +216,13 @@ async fn post_and_wait(
 ) -> Result<Value, McpError> {
     let url = &stream.message_url;
     let body = jsonrpc::request(id, method, params);
-    http::within(&client.limits, url.as_str(), "the whole exchange", post_and_read(client, stream, url, id, rx, method, &body)).await
+    http::within(
+        &client.limits,
+        url.as_str(),
+        "the whole exchange",
+        post_and_read(client, stream, url, id, rx, method, &body),
+    )
+    .await
 }
 
 async fn post_and_read(

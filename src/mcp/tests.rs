@@ -501,13 +501,18 @@ async fn the_bearer_is_sent_and_the_pin_replaces_dns() {
 #[case::tools_call(Ask::new(EntryPoint::ToolsCall).calling("add", json!({"a": 1})).modern(), "POST", "tools/call")]
 #[case::sse_get(Ask::new(EntryPoint::SseGet), "GET", "")]
 #[tokio::test]
-async fn an_exchange_reads_every_event_and_reports_without_judging(#[case] ask: Ask, #[case] method: &str, #[case] rpc: &str) {
+async fn an_exchange_reads_every_event_and_reports_without_judging(
+    #[case] ask: Ask,
+    #[case] method: &str,
+    #[case] rpc: &str,
+) {
     // A server that leaks: a harmless event first, then the tool inventory over SSE,
     // then keeps the stream open.
     let server = Server::start(|req| {
         let msg = json!({"jsonrpc":"2.0","id":req.id(),"result":{"tools":[{"name":"secret_tool"}]}});
         let (tx, rx) = mpsc::unbounded_channel();
-        tx.send(b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n".to_vec()).unwrap();
+        tx.send(b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n".to_vec())
+            .unwrap();
         tx.send(format!("event: message\ndata: {msg}\n\n").into_bytes()).unwrap();
         std::mem::forget(tx); // keep the stream open
         Reply::Feed { head: "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nmcp-session-id: x\r\n\r\n", rx }
@@ -545,8 +550,11 @@ async fn an_sse_answer_that_says_nothing_ends_after_the_read_window() {
     let limits =
         Limits { read_timeout: Duration::from_millis(300), sse_max_duration: Duration::from_secs(10), ..fast_limits() };
     let started = Instant::now();
-    let answer =
-        server.client("/sse", Transport::Sse, limits).exchange(&Ask::new(EntryPoint::SseGet), &names(&[])).await.unwrap();
+    let answer = server
+        .client("/sse", Transport::Sse, limits)
+        .exchange(&Ask::new(EntryPoint::SseGet), &names(&[]))
+        .await
+        .unwrap();
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(answer.status, 200);
     assert!(answer.body.excerpt.starts_with(": ping"));
@@ -556,8 +564,11 @@ async fn an_sse_answer_that_says_nothing_ends_after_the_read_window() {
 
 #[tokio::test]
 async fn a_body_dripping_one_byte_at_a_time_is_cut_at_the_exchange_limit() {
-    let server = Server::start(|_| Reply::Endless { head: JSON_HEAD, chunk: b" ".to_vec(), every: Duration::from_millis(100) }).await;
-    let limits = Limits { exchange_timeout: Duration::from_millis(700), read_timeout: Duration::from_secs(10), ..fast_limits() };
+    let server =
+        Server::start(|_| Reply::Endless { head: JSON_HEAD, chunk: b" ".to_vec(), every: Duration::from_millis(100) })
+            .await;
+    let limits =
+        Limits { exchange_timeout: Duration::from_millis(700), read_timeout: Duration::from_secs(10), ..fast_limits() };
     let client = server.client("/mcp", Transport::StreamableHttp, limits);
     let started = Instant::now();
     let err = client.connect().await.unwrap_err();
@@ -721,8 +732,11 @@ async fn raw_sse_get_stops_at_a_legacy_endpoint_event() {
     let limits =
         Limits { read_timeout: Duration::from_secs(5), sse_max_duration: Duration::from_secs(10), ..fast_limits() };
     let started = Instant::now();
-    let answer =
-        server.client("/sse", Transport::Sse, limits).exchange(&Ask::new(EntryPoint::SseGet), &names(&[])).await.unwrap();
+    let answer = server
+        .client("/sse", Transport::Sse, limits)
+        .exchange(&Ask::new(EntryPoint::SseGet), &names(&[]))
+        .await
+        .unwrap();
     assert!(started.elapsed() < Duration::from_secs(2), "the endpoint event settles it");
     assert!(answer.body.excerpt.contains("event: endpoint"));
     assert!(answer.body.endpoint_event);

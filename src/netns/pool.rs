@@ -70,7 +70,10 @@ impl NsView {
     /// hickory, configured from this namespace's resolv.conf (built on first use, on this
     /// thread, so its sockets open in this namespace).
     pub fn resolver(&self) -> Result<&ClientResolver, DnsError> {
-        self.resolver.get_or_init(|| ClientResolver::from_resolv_conf(&self.files.resolv_conf)).as_ref().map_err(Clone::clone)
+        self.resolver
+            .get_or_init(|| ClientResolver::from_resolv_conf(&self.files.resolv_conf))
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// The wildcard set W, learned once per namespace and run. An incomplete set (a probe
@@ -93,8 +96,7 @@ impl NsView {
     /// Resolves `name` the way this namespace's libc would: the hosts file first (unless
     /// nsswitch.conf puts DNS before it), then DNS through the search list.
     pub async fn resolve(&self, name: &str) -> Result<NameAnswer, DnsError> {
-        crate::dns::resolve_like_libc(self.resolver()?, &self.files.hosts, self.files.nsswitch.as_deref(), name)
-            .await
+        crate::dns::resolve_like_libc(self.resolver()?, &self.files.hosts, self.files.nsswitch.as_deref(), name).await
     }
 }
 
@@ -148,7 +150,10 @@ impl NsPool {
             return Err(NetnsError::Gone { label: place.label() });
         }
         let out = rx.await.unwrap_or_else(|_| {
-            Err(NetnsError::Panicked { pid: 0, message: format!("the probe in {} ended without a result", place.label()) })
+            Err(NetnsError::Panicked {
+                pid: 0,
+                message: format!("the probe in {} ended without a result", place.label()),
+            })
         });
         if matches!(out, Err(NetnsError::Gone { .. })) {
             self.forget(place);
@@ -313,7 +318,8 @@ mod tests {
     async fn a_process_that_is_gone_is_reported_as_gone() {
         let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
         let pid = child.id();
-        let place = Place::Container { id: "c".into(), pid, netns_inode: Some(netns_inode(pid).unwrap()), label: "x".into() };
+        let place =
+            Place::Container { id: "c".into(), pid, netns_inode: Some(netns_inode(pid).unwrap()), label: "x".into() };
         child.kill().unwrap();
         child.wait().unwrap();
         let err = NsPool::new().run(&place, |_| async {}).await.unwrap_err();
@@ -322,12 +328,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_namespace_other_than_the_one_discovered_is_refused() {
-        let place = Place::Container {
-            id: "c".into(),
-            pid: std::process::id(),
-            netns_inode: Some(1),
-            label: "x".into(),
-        };
+        let place =
+            Place::Container { id: "c".into(), pid: std::process::id(), netns_inode: Some(1), label: "x".into() };
         let err = NsPool::new().run(&place, |_| async {}).await.unwrap_err();
         assert!(matches!(err, NetnsError::Mismatch { expected: 1, .. }), "{err:?}");
     }

@@ -27,7 +27,11 @@ fn result_body() -> BodyFacts {
 }
 
 fn error_body() -> BodyFacts {
-    BodyFacts { ended: true, messages: vec![RpcFacts { result: false, error_code: Some(-32001) }], ..Default::default() }
+    BodyFacts {
+        ended: true,
+        messages: vec![RpcFacts { result: false, error_code: Some(-32001) }],
+        ..Default::default()
+    }
 }
 
 fn asks() -> Vec<Ask> {
@@ -160,11 +164,14 @@ fn an_id_a_refusal_handed_out_must_not_serve() {
 
 #[test]
 fn a_jsonrpc_error_is_a_refusal_where_the_scenario_says_so() {
-    let o = with_answer(|a| a.entry == EntryPoint::Initialize, |a| {
-        let mut e = ex(a, 200);
-        e.body = error_body();
-        e
-    });
+    let o = with_answer(
+        |a| a.entry == EntryPoint::Initialize,
+        |a| {
+            let mut e = ex(a, 200);
+            e.body = error_body();
+            e
+        },
+    );
     let rule = RefusalRule { refusal: Refusal::JsonrpcError, ..rule() };
     assert!(judge(&[o.clone()], &rule).is_pass());
     // ... but not one that comes with a session id.
