@@ -62,7 +62,7 @@ fn outside_fences(md: &str) -> (Vec<&str>, bool) {
 
 /// The run, every secret involved (tokens and the wrong bearers cordon sent), and the
 /// fixture directory holding the reports.
-fn run_against_hostile_servers(extra: &[&str]) -> (Run, Vec<String>, Fixture) {
+fn run_against_hostile_servers(suite: &str, extra: &[&str]) -> (Run, Vec<String>, Fixture) {
     let (names_token, echo_token) = (random_token(), random_token());
     let names = Peer::start(Sdk::V1, "forged-names", &names_token, None);
     let echo = Peer::start(Sdk::V1, "echo-secrets", &echo_token, None);
@@ -73,7 +73,7 @@ fn run_against_hostile_servers(extra: &[&str]) -> (Run, Vec<String>, Fixture) {
         &[("names", &names_token), ("echo", &echo_token)],
         &[provider("names", &names.url), provider("echo", &echo.url)],
     );
-    let run = fixture.run(HOST_SUITE, extra);
+    let run = fixture.run(suite, extra);
     let mut secrets = vec![names_token, echo_token.clone()];
     let wrong = seen_bearers(&echo, &echo_token);
     assert!(!wrong.is_empty(), "cordon sent no wrong bearer:\n{}", run.stdout);
@@ -83,7 +83,7 @@ fn run_against_hostile_servers(extra: &[&str]) -> (Run, Vec<String>, Fixture) {
 
 #[test]
 fn hostile_names_and_echoed_secrets_neither_forge_nor_leak() {
-    let (run, secrets, _fixture) = run_against_hostile_servers(&[]);
+    let (run, secrets, _fixture) = run_against_hostile_servers(HOST_SUITE, &[]);
     assert_eq!(run.code, 1, "the hostile servers fail their checks:\n{}\n{}", run.stdout, run.stderr);
 
     let read =
@@ -144,10 +144,13 @@ fn hostile_names_and_echoed_secrets_neither_forge_nor_leak() {
 }
 
 #[test]
-fn every_console_format_stays_clean() {
+fn every_console_format_and_the_waiting_notes_stay_clean() {
+    // A deadline, so the unready read prints `waiting:` notes to stderr.
+    let suite = HOST_SUITE.replace("deadline: 0s", "deadline: 6s");
     for format in [["--format", "json"], ["--format", "terse"]] {
-        let (run, secrets, _fixture) = run_against_hostile_servers(&format);
+        let (run, secrets, _fixture) = run_against_hostile_servers(&suite, &format);
         assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(run.stderr.contains("waiting: contract::echo::read"), "{}\n{}", run.stdout, run.stderr);
         for (name, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
             let raw: Vec<char> = text.chars().filter(|c| *c != '\n' && cordon::text::is_dangerous(*c)).collect();
             assert!(raw.is_empty(), "{format:?} {name} holds raw {raw:?}:\n{text}");
