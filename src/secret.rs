@@ -3,17 +3,34 @@
 //! A [`Secret`] can only be created through a [`Redactor`], so a value cannot reach a
 //! header without first being registered for redaction. `Debug` and `Display` never show
 //! the value; only [`Secret::expose`] does, and only the HTTP layer calls it.
+//!
+//! The redactor masks more than the value as written: a server may echo a token cut
+//! short, only its last characters, base64- or hex-encoded, or percent-encoded in a URL.
+//! Every such form of every secret is cut into [`MIN_SECRET_LEN`]-byte windows
+//! ("grams") kept in one hash table; a text is scanned once, window by window, and every
+//! run of windows found in the table is replaced by `«redacted:label»`. So any run of at
+//! least [`MIN_SECRET_LEN`] characters of any form is masked, wherever it starts, and a
+//! 4 MiB text costs one table look-up per byte whatever the number of secrets.
 
+mod forms;
+
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, RwLock};
 
+pub use forms::forms;
+
 /// Values shorter than this are not redacted: masking "a" would shred every message.
-/// Loading rejects credentials this short, so no real secret slips through.
+/// Loading rejects credentials this short, so no real secret slips through. It is also
+/// the shortest run of a secret's form that counts as a leak.
 pub const MIN_SECRET_LEN: usize = 8;
+
+const GRAM: usize = MIN_SECRET_LEN;
 
 #[derive(Clone, Default)]
 pub struct Redactor {
-    known: Arc<RwLock<Vec<(String, String)>>>,
+    index: Arc<RwLock<Index>>,
 }
 
 impl Redactor {
@@ -24,35 +41,19 @@ impl Redactor {
     /// Registers `value` under `label` and returns the handle used to send it.
     pub fn register(&self, label: &str, value: String) -> Secret {
         if value.len() >= MIN_SECRET_LEN {
-            let mut known = self.known.write().expect("redactor lock poisoned");
-            if !known.iter().any(|(_, v)| *v == value) {
-                known.push((label.to_string(), value.clone()));
-                // Longest first, so a secret that contains another is masked whole.
-                known.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
-            }
+            self.index.write().expect("redactor lock poisoned").add(label, &value);
         }
         Secret { label: label.to_string(), value: Arc::from(value) }
     }
 
-    /// Replaces every registered value (and its percent-encoded form) with `«label»`, and
-    /// also any run of at least [`MIN_SECRET_LEN`] leading characters of a value: excerpts
-    /// of echoed bodies may cut a secret short, and a prefix is still a leak.
+    /// `text` with every run of at least [`MIN_SECRET_LEN`] characters of any form of a
+    /// registered secret (see [`forms`]) replaced by `«redacted:label»`.
     pub fn redact(&self, text: &str) -> String {
-        let known = self.known.read().expect("redactor lock poisoned");
-        let mut out = text.to_string();
-        for (label, value) in known.iter() {
-            let mask = format!("«redacted:{label}»");
-            out = mask_prefixes(&out, value, &mask);
-            let encoded = percent_encode(value);
-            if encoded != *value && out.contains(&encoded) {
-                out = out.replace(&encoded, &mask);
-            }
-        }
-        out
+        self.index.read().expect("redactor lock poisoned").redact(text)
     }
 
     pub fn len(&self) -> usize {
-        self.known.read().expect("redactor lock poisoned").len()
+        self.index.read().expect("redactor lock poisoned").secrets.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -60,37 +61,181 @@ impl Redactor {
     }
 }
 
-/// Masks every occurrence of `value`, or of a prefix of it at least [`MIN_SECRET_LEN`]
-/// bytes long.
-fn mask_prefixes(text: &str, value: &str, mask: &str) -> String {
-    let Some(head) = value.get(..MIN_SECRET_LEN) else { return text.to_string() };
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(head) {
-        let candidate = &rest[at..];
-        let matched = candidate.bytes().zip(value.bytes()).take_while(|(a, b)| a == b).count();
-        let mut end = matched;
-        while !candidate.is_char_boundary(end) {
-            end -= 1;
-        }
-        out.push_str(&rest[..at]);
-        out.push_str(mask);
-        rest = &candidate[end.max(1)..];
-    }
-    out.push_str(rest);
-    out
+struct Known {
+    label: String,
+    value: String,
 }
 
-fn percent_encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
+/// Every gram of every form, with the secrets it belongs to.
+#[derive(Default)]
+struct Index {
+    secrets: Vec<Known>,
+    grams: HashMap<u64, Vec<u32>, BuildHasherDefault<GramHasher>>,
+    /// Bytes that occur in some form: a window holding any other byte cannot match.
+    alphabet: [u64; 4],
+    /// One bit per hash of a gram: most windows are rejected by one bit test, which
+    /// stays fast even in an unoptimised build, before the table is asked.
+    filter: Vec<u64>,
+}
+
+/// 2^20 bits: a few thousand grams per secret leave most bits clear.
+const FILTER_BITS: u32 = 20;
+
+fn filter_slot(key: u64) -> (usize, u64) {
+    let bit = mix(key) >> (64 - FILTER_BITS);
+    ((bit >> 6) as usize, 1 << (bit & 63))
+}
+
+impl Index {
+    fn add(&mut self, label: &str, value: &str) {
+        if self.secrets.iter().any(|k| k.value == value) {
+            return;
+        }
+        let owner = u32::try_from(self.secrets.len()).expect("fewer than 2^32 secrets");
+        self.secrets.push(Known { label: label.to_string(), value: value.to_string() });
+        for form in forms(value) {
+            if self.filter.is_empty() {
+                self.filter = vec![0; 1 << (FILTER_BITS - 6)];
+            }
+            for window in form.windows(GRAM) {
+                let (word, bit) = filter_slot(gram(window));
+                self.filter[word] |= bit;
+                let owners = self.grams.entry(gram(window)).or_default();
+                if owners.last() != Some(&owner) {
+                    owners.push(owner);
+                }
+            }
+            for b in form {
+                self.alphabet[usize::from(b >> 6)] |= 1 << (b & 63);
+            }
         }
     }
-    out
+
+    fn redact(&self, text: &str) -> String {
+        let runs = self.runs(text.as_bytes());
+        if runs.is_empty() {
+            return text.to_string();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        for run in runs {
+            let (start, end) = widen_to_chars(text, run.start, run.end);
+            if start < copied {
+                // Widening joined it to the run before, whose marker already covers it.
+                copied = copied.max(end);
+                continue;
+            }
+            out.push_str(&text[copied..start]);
+            out.push_str("«redacted:");
+            out.push_str(&self.secrets[self.label_of(&run.tally)].label);
+            out.push('»');
+            copied = end;
+        }
+        out.push_str(&text[copied..]);
+        out
+    }
+
+    /// The maximal byte ranges covered by windows found in the table, in order.
+    fn runs(&self, bytes: &[u8]) -> Vec<Run> {
+        let mut runs: Vec<Run> = Vec::new();
+        if bytes.len() < GRAM || self.grams.is_empty() {
+            return runs;
+        }
+        let mut key = 0u64;
+        // The window [i, i + GRAM) holds a byte outside the alphabet while i <= last_foreign.
+        let mut last_foreign: Option<usize> = None;
+        for (j, &b) in bytes.iter().enumerate() {
+            key = (key >> 8) | (u64::from(b) << 56);
+            if self.alphabet[usize::from(b >> 6)] & (1 << (b & 63)) == 0 {
+                last_foreign = Some(j);
+            }
+            let Some(i) = (j + 1).checked_sub(GRAM) else { continue };
+            if last_foreign.is_some_and(|f| f >= i) {
+                continue;
+            }
+            let (word, bit) = filter_slot(key);
+            if self.filter[word] & bit == 0 {
+                continue;
+            }
+            let Some(owners) = self.grams.get(&key) else { continue };
+            match runs.last_mut() {
+                Some(run) if i <= run.end => run.end = i + GRAM,
+                _ => runs.push(Run { start: i, end: i + GRAM, tally: Vec::new() }),
+            }
+            let tally = &mut runs.last_mut().expect("just pushed").tally;
+            for &o in owners {
+                match tally.iter_mut().find(|(owner, _)| *owner == o) {
+                    Some((_, n)) => *n += 1,
+                    None => tally.push((o, 1)),
+                }
+            }
+        }
+        runs
+    }
+
+    /// The secret that accounts for most windows of a run; on a tie the shortest, so a
+    /// run that is exactly one secret is named after it, not after a longer one
+    /// that contains it.
+    fn label_of(&self, tally: &[(u32, u32)]) -> usize {
+        let best = tally
+            .iter()
+            .map(|&(o, n)| (o as usize, n))
+            .max_by(|(a, na), (b, nb)| {
+                na.cmp(nb).then(self.secrets[*b].value.len().cmp(&self.secrets[*a].value.len())).then(b.cmp(a))
+            })
+            .expect("a run has at least one window");
+        best.0
+    }
+}
+
+struct Run {
+    start: usize,
+    end: usize,
+    /// (secret, windows of this run that belong to it).
+    tally: Vec<(u32, u32)>,
+}
+
+/// The same 8 bytes give the same key whether read from a form or from the rolling scan.
+fn gram(window: &[u8]) -> u64 {
+    u64::from_le_bytes(window.try_into().expect("a gram is 8 bytes"))
+}
+
+/// A run may start or end inside a multi-byte character: mask the whole character.
+fn widen_to_chars(text: &str, mut start: usize, mut end: usize) -> (usize, usize) {
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    (start, end)
+}
+
+/// Keys are 8 bytes of text; one multiply spreads them well enough, and the scan does a
+/// look-up per byte, where SipHash would dominate. Only the table's own keys (secret
+/// grams) can collide, so a hostile text cannot make look-ups slow.
+#[derive(Default)]
+struct GramHasher(u64);
+
+impl Hasher for GramHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b) ^ self.0.rotate_left(8));
+        }
+    }
+
+    fn write_u64(&mut self, key: u64) {
+        self.0 = mix(key);
+    }
+}
+
+fn mix(key: u64) -> u64 {
+    let h = (key ^ (key >> 31)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    h ^ (h >> 29)
 }
 
 /// A credential value. Cloning is cheap; printing never shows the value.
@@ -124,37 +269,4 @@ impl fmt::Display for Secret {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn masks_registered_values_longest_first() {
-        let r = Redactor::new();
-        r.register("short", "abcdefgh".into());
-        r.register("long", "xyz-abcdefgh-ijkl".into());
-        assert_eq!(r.redact("x xyz-abcdefgh-ijkl y abcdefgh"), "x «redacted:long» y «redacted:short»");
-    }
-
-    #[test]
-    fn masks_a_secret_cut_short() {
-        let r = Redactor::new();
-        r.register("tok", "0123456789abcdef".into());
-        assert_eq!(r.redact("body {\"auth\": \"0123456789ab…"), "body {\"auth\": \"«redacted:tok»…");
-        assert_eq!(r.redact("0123456 stays"), "0123456 stays", "shorter than the minimum is no secret");
-    }
-
-    #[test]
-    fn masks_percent_encoded_form() {
-        let r = Redactor::new();
-        r.register("tok", "se cret/+value".into());
-        assert_eq!(r.redact("q=se%20cret%2F%2Bvalue"), "q=«redacted:tok»");
-    }
-
-    #[test]
-    fn printing_a_secret_never_shows_it() {
-        let r = Redactor::new();
-        let s = r.register("tok", "supersecretvalue".into());
-        assert!(!format!("{s} {s:?}").contains("supersecretvalue"));
-        assert_eq!(s.expose(), "supersecretvalue");
-    }
-}
+mod tests;

@@ -6,7 +6,8 @@
 use std::fmt::Write as _;
 
 /// Characters that can forge or hide output: C0 and C1 controls, DEL, bidi controls,
-/// and the non-characters XML forbids.
+/// the Unicode line and paragraph separators (a line break to some viewers), and the
+/// non-characters XML forbids.
 pub fn is_dangerous(c: char) -> bool {
     let u = c as u32;
     u < 0x20
@@ -16,6 +17,8 @@ pub fn is_dangerous(c: char) -> bool {
         || u == 0x200e
         || u == 0x200f
         || u == 0x061c
+        || u == 0x2028
+        || u == 0x2029
         || (0xfdd0..=0xfdef).contains(&u)
         || (u & 0xfffe) == 0xfffe
 }
@@ -113,6 +116,50 @@ mod tests {
         assert_eq!(body_excerpt(b"{\"error\":\"x\"}", 100), "{\"error\":\"x\"}");
         assert_eq!(body_excerpt("héllo wörld".as_bytes(), 5), "héllo…");
         assert!(!is_binary(&"é".as_bytes()[..1]), "a cut character is still text");
+    }
+
+    #[test]
+    fn every_class_of_dangerous_character_is_escaped() {
+        let dangerous = [
+            '\0',
+            '\x1b',
+            '\x1f',
+            '\x7f',
+            '\u{80}',
+            '\u{9f}',
+            '\u{200e}',
+            '\u{200f}',
+            '\u{061c}',
+            '\u{202a}',
+            '\u{202e}',
+            '\u{2066}',
+            '\u{2069}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{fdd0}',
+            '\u{fdef}',
+            '\u{fffe}',
+            '\u{ffff}',
+            '\u{1fffe}',
+            '\u{10ffff}',
+        ];
+        for c in dangerous {
+            let shown = sanitize(&format!("a{c}b"));
+            assert!(!shown.contains(c) && shown.starts_with("a\\") && shown.ends_with('b'), "{c:?}: {shown}");
+        }
+        for c in ['é', '✓', '\u{a0}', '\u{fdcf}', '\u{fdf0}', '\u{fffd}', '\u{1f600}'] {
+            assert_eq!(sanitize(&format!("a{c}b")), format!("a{c}b"), "{c:?} is harmless");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn nothing_dangerous_survives(s in "\\PC*|[\\x00-\\x{ffff}]*", bytes in proptest::collection::vec(0u8.., 0..64)) {
+            proptest::prop_assert!(!sanitize(&s).chars().any(is_dangerous));
+            proptest::prop_assert!(!body_excerpt(s.as_bytes(), 40).chars().any(is_dangerous));
+            proptest::prop_assert!(!body_excerpt(&bytes, 40).chars().any(is_dangerous));
+            proptest::prop_assert!(!name_list([s.as_str(), "x"], 3).chars().any(is_dangerous));
+        }
     }
 
     #[test]

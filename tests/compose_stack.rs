@@ -159,13 +159,10 @@ fn a_missing_project_is_an_infrastructure_error_that_says_what_to_do() {
             "--suite",
             repo().join("suites/compose.yaml").to_str().unwrap(),
         ])
-        .envs([
-            ("NATIVE_TOKEN", "x-native-token"),
-            ("LEGACY_TOKEN", "x-legacy-token"),
-            ("MODERN_TOKEN", "x-modern-token"),
-            ("GITEA_TOKEN", "x-gitea-token"),
-            ("WIKI_TOKEN", "x-wiki-token"),
-        ])
+        .envs(
+            ["NATIVE_TOKEN", "LEGACY_TOKEN", "MODERN_TOKEN", "GITEA_TOKEN", "WIKI_TOKEN"]
+                .map(|var| (var, support::stack::random_token())),
+        )
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

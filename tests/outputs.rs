@@ -5,11 +5,7 @@ mod support;
 
 use support::harness::{ADD_READ, Fixture, HOST_SUITE, ProviderYaml};
 use support::peers::{Peer, Sdk};
-
-fn random_token(tag: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{tag}-{nanos:x}-{}", std::process::id())
-}
+use support::stack::random_token;
 
 fn all_files(dir: &std::path::Path) -> Vec<(String, String)> {
     std::fs::read_dir(dir)
@@ -22,7 +18,7 @@ fn all_files(dir: &std::path::Path) -> Vec<(String, String)> {
 
 #[test]
 fn no_secret_value_appears_in_anything_written() {
-    let tokens: Vec<String> = ["alpha", "beta", "gamma", "delta"].iter().map(|t| random_token(t)).collect();
+    let tokens: Vec<String> = (0..4).map(|_| random_token()).collect();
     // Failing peers put bearers into error paths: accepted foreign bearers, redirects, HTML.
     let peers = [
         Peer::start(Sdk::V1, "stateful-sse", &tokens[0], None),
@@ -63,13 +59,40 @@ fn no_secret_value_appears_in_anything_written() {
         for token in &tokens {
             assert!(!text.contains(token.as_str()), "{name} contains a secret value");
         }
-        assert!(!text.contains("cordon-wrong-"), "{name} contains the generated wrong bearer");
     }
+}
+
+#[test]
+fn a_run_where_nothing_is_echoed_has_no_redaction_marker() {
+    let (_peer, fixture) = solo("stateless");
+    let run = fixture.run(HOST_SUITE, &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let mut outputs = all_files(&run.results_dir);
+    outputs.push(("stdout".into(), run.stdout.clone()));
+    outputs.push(("stderr".into(), run.stderr.clone()));
+    for (name, text) in &outputs {
+        assert!(!text.contains("«redacted"), "{name} masks what is no secret:\n{text}");
+    }
+}
+
+#[test]
+fn the_console_prints_the_run_duration() {
+    let (_peer, fixture) = solo("stateless");
+    let run = fixture.run(HOST_SUITE, &[]);
+    let seconds = |line: &str| -> f64 {
+        line.rsplit(" in ").next().unwrap().trim_end_matches('s').parse().unwrap_or_else(|e| panic!("{e}: {line}"))
+    };
+    let libtest = run.stdout.lines().find(|l| l.starts_with("test result: ")).expect("a libtest summary");
+    let ours = run.stdout.lines().find(|l| l.starts_with("cordon: ")).expect("cordon's summary");
+    let json = run.report["report"]["duration"].as_f64().unwrap();
+    assert!(json > 0.0, "{json}");
+    assert!((seconds(libtest) - json).abs() < 0.01, "{libtest} vs report.json {json}");
+    assert!((seconds(ours) - json).abs() < 0.06, "{ours} vs report.json {json}");
 }
 
 /// One provider `solo` served by a peer of `kind`, in a fresh fixture directory.
 fn solo(kind: &str) -> (Peer, Fixture) {
-    let token = random_token("solo");
+    let token = random_token();
     let peer = Peer::start(Sdk::V1, kind, &token, None);
     let fixture = Fixture::new();
     let provider = ProviderYaml {
@@ -143,7 +166,7 @@ fn invalid_files_exit_2_naming_file_line_column_and_key() {
         run.stderr
     );
 
-    let token = random_token("solo");
+    let token = random_token();
     fixture.scenario(
         &[("solo", &token)],
         &[ProviderYaml {

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use support::harness::{ADD_READ, Fixture, HOST_SUITE, ProviderYaml};
 use support::peers::{Peer, Sdk};
 
-const GOOD_TOKEN: &str = "good-provider-token-0001";
-const BAD_TOKEN: &str = "peer-under-test-token-0002";
+/// Random letters and digits: a token sharing a run of 8 characters with ordinary
+/// output (a provider id, a check name) would be redacted out of it.
+static GOOD_TOKEN: std::sync::LazyLock<String> = std::sync::LazyLock::new(support::stack::random_token);
+static BAD_TOKEN: std::sync::LazyLock<String> = std::sync::LazyLock::new(support::stack::random_token);
 
 /// A scenario with the peer under test (`bad`) beside a good provider, whose valid token
 /// serves as the foreign bearer.
@@ -21,13 +23,13 @@ fn run_against(
     extra: &str,
     suite: &str,
 ) -> (support::harness::Run, Duration) {
-    let reference = Peer::start(Sdk::V1, "stateful-json", GOOD_TOKEN, None);
-    let peer = Peer::start(sdk, kind, BAD_TOKEN, Some(GOOD_TOKEN));
+    let reference = Peer::start(Sdk::V1, "stateful-json", &GOOD_TOKEN, None);
+    let peer = Peer::start(sdk, kind, &BAD_TOKEN, Some(&GOOD_TOKEN));
     let fixture = Fixture::new();
     let bad_url = peer.url.clone();
     let good_url = reference.url.clone();
     fixture.scenario(
-        &[("good", GOOD_TOKEN), ("bad", BAD_TOKEN)],
+        &[("good", &GOOD_TOKEN), ("bad", &BAD_TOKEN)],
         &[
             ProviderYaml {
                 id: "good",
@@ -60,13 +62,14 @@ fn every_transport_and_era_of_both_sdks_passes() {
         ("v2-stateless", Sdk::V2, "stateless", "Stateless2026"),
         ("v2-legacy-sse", Sdk::V2, "legacy-sse", "LegacySse"),
     ];
+    let tokens: Vec<(String, String)> =
+        peers.iter().map(|(id, ..)| (id.to_string(), support::stack::random_token())).collect();
     let running: Vec<(String, Peer)> = peers
         .iter()
-        .map(|(id, sdk, kind, _)| (id.to_string(), Peer::start(*sdk, kind, &format!("token-for-{id}"), None)))
+        .zip(&tokens)
+        .map(|((id, sdk, kind, _), (_, token))| (id.to_string(), Peer::start(*sdk, kind, token, None)))
         .collect();
     let fixture = Fixture::new();
-    let tokens: Vec<(String, String)> =
-        peers.iter().map(|(id, ..)| (id.to_string(), format!("token-for-{id}"))).collect();
     let token_refs: Vec<(&str, &str)> = tokens.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     let providers: Vec<ProviderYaml> = running
         .iter()
@@ -210,12 +213,12 @@ fn probe(url: &str, bearer: &str, foreign: &str, extra: &[&str], results: &std::
 
 #[test]
 fn probe_checks_one_endpoint_without_a_scenario() {
-    let peer = Peer::start(Sdk::V2, "stateless", GOOD_TOKEN, None);
-    let other = Peer::start(Sdk::V1, "foreign-bearer", BAD_TOKEN, Some(GOOD_TOKEN));
+    let peer = Peer::start(Sdk::V2, "stateless", &GOOD_TOKEN, None);
+    let other = Peer::start(Sdk::V1, "foreign-bearer", &BAD_TOKEN, Some(&GOOD_TOKEN));
     let fixture = Fixture::new();
     let results = fixture.path("results");
     let read = ["--read", "add", "--read-args", r#"{"a":2,"b":3}"#, "--expect-text", "5"];
-    let (code, output) = probe(&peer.url, GOOD_TOKEN, BAD_TOKEN, &read, &results);
+    let (code, output) = probe(&peer.url, &GOOD_TOKEN, &BAD_TOKEN, &read, &results);
     assert_eq!(code, Some(0), "{output}");
     for aspect in ["tools", "read", "anonymous", "wrong_bearer", "foreign_bearer"] {
         assert!(console_line(&output, &format!("contract::probe::{aspect}")).ends_with("... ok"), "{output}");
@@ -223,7 +226,7 @@ fn probe_checks_one_endpoint_without_a_scenario() {
     assert!(results.join("junit.xml").exists());
 
     // The same probe against a server that honours the foreign bearer fails exactly there.
-    let (code, output) = probe(&other.url, BAD_TOKEN, GOOD_TOKEN, &[], &results);
+    let (code, output) = probe(&other.url, &BAD_TOKEN, &GOOD_TOKEN, &[], &results);
     assert_eq!(code, Some(1), "{output}");
     assert!(console_line(&output, "contract::probe::foreign_bearer").ends_with("... FAILED"), "{output}");
 }

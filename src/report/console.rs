@@ -1,11 +1,21 @@
-//! The libtest-style console, through libtest-mimic: `--list`, filters, `--exact` and
-//! `--skip` behave as in `cargo test`. Trials only replay finished results.
+//! The libtest-style console. Arguments are libtest-mimic's (`--list`, a filter,
+//! `--exact`, `--skip`, `--format pretty|terse|json`, `-q`, `--color`, `--logfile`), and
+//! the output has libtest's shape, `test <name> ... ok|FAILED|ignored` lines included.
+//! Finished results are printed here rather than replayed through libtest-mimic, whose
+//! summary would time the replay ("finished in 0.00s") instead of the run.
+//!
+//! Every name and text is sanitized: one check is one line, and nothing a server sends
+//! can start a line of its own such as `test FAKE ... ok`.
 
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use std::io::{IsTerminal, Write};
+
+use libtest_mimic::{Arguments, ColorSetting, FormatSetting, Trial};
+use serde_json::json;
 
 use super::failure_text;
-use crate::model::{CheckName, RunReport, Verdict};
+use crate::model::{CheckName, CheckResult, RunReport, Verdict};
 use crate::secret::Redactor;
+use crate::text::sanitize;
 
 /// The same selection libtest-mimic applies, so only selected checks are run at all.
 pub fn is_selected(args: &Arguments, name: &str) -> bool {
@@ -20,42 +30,160 @@ pub fn is_selected(args: &Arguments, name: &str) -> bool {
 
 /// Prints planned check names the way `cargo test -- --list` does.
 pub fn list(args: &Arguments, planned: &[CheckName]) {
-    let trials = planned.iter().map(|n| Trial::test(n.to_string(), || Ok(()))).collect();
-    let _listing = libtest_mimic::run(&console_args(args), trials);
+    let trials = planned.iter().map(|n| Trial::test(sanitize(&n.to_string()), || Ok(()))).collect();
+    let _listing = libtest_mimic::run(args, trials);
 }
 
-/// Prints finished results; checks filtered out are passed along so the counts match.
+/// Prints finished results, with the run's real duration; `unselected` checks count as
+/// filtered out.
 pub fn print(args: &Arguments, report: &RunReport, unselected: &[String], redactor: &Redactor) {
-    let mut trials: Vec<Trial> = report
-        .results
-        .iter()
-        .map(|r| {
-            let text = redactor.redact(&failure_text(r));
-            let reason = redactor.redact(&r.reason);
-            let trial = match r.verdict {
-                Verdict::Passed => Trial::test(r.name.clone(), || Ok(())),
-                Verdict::Failed | Verdict::Unreachable | Verdict::StaleBaseline => {
-                    Trial::test(r.name.clone(), move || Err(Failed::from(text)))
-                }
-                Verdict::Skipped => Trial::ignorable_test(r.name.clone(), move || Ok(Completion::ignored_with(reason))),
-                Verdict::KnownFailure => Trial::ignorable_test(r.name.clone(), move || {
-                    Ok(Completion::ignored_with(format!("known failure: {reason}")))
-                }),
-            };
-            match r.verdict {
-                Verdict::Passed | Verdict::Failed => trial,
-                other => trial.with_kind(other.as_str()),
-            }
-        })
-        .collect();
-    trials.extend(unselected.iter().map(|n| Trial::test(n.clone(), || Ok(()))));
-    // The exit code comes from the verdict classes, which libtest's counts blur.
-    let _conclusion = libtest_mimic::run(&console_args(args), trials);
+    let report = super::redacted(report, redactor);
+    let style = Style::from_args(args);
+    let text = redactor.redact(&render(&report, unselected.len(), style));
+    let written = match &args.logfile {
+        Some(path) => std::fs::write(path, text),
+        None => std::io::stdout().lock().write_all(text.as_bytes()),
+    };
+    if let Err(e) = written {
+        // The reports on disk still carry everything; a closed stdout is no reason to stop.
+        eprintln!("warning: cannot print the results: {e}");
+    }
 }
 
-/// One thread keeps the replay in plan order.
-fn console_args(args: &Arguments) -> Arguments {
-    let mut args = args.clone();
-    args.test_threads = Some(1);
-    args
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Style {
+    pub format: FormatSetting,
+    pub color: bool,
+}
+
+impl Style {
+    fn from_args(args: &Arguments) -> Style {
+        let format = if args.quiet { FormatSetting::Terse } else { args.format.unwrap_or(FormatSetting::Pretty) };
+        let color = match args.color.unwrap_or(ColorSetting::Auto) {
+            ColorSetting::Always => true,
+            ColorSetting::Never => false,
+            ColorSetting::Auto => {
+                args.logfile.is_none() && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        };
+        Style { format, color }
+    }
+}
+
+/// What libtest calls a test's outcome, and the `[kind]` it is listed under.
+enum Outcome {
+    Ok,
+    Failed(String),
+    Ignored(String),
+}
+
+fn outcome(r: &CheckResult) -> Outcome {
+    match r.verdict {
+        Verdict::Passed => Outcome::Ok,
+        Verdict::Failed | Verdict::Unreachable | Verdict::StaleBaseline => Outcome::Failed(failure_text(r)),
+        Verdict::Skipped => Outcome::Ignored(sanitize(&r.reason)),
+        Verdict::KnownFailure => Outcome::Ignored(format!("known failure: {}", sanitize(&r.reason))),
+    }
+}
+
+fn kind(r: &CheckResult) -> &'static str {
+    match r.verdict {
+        Verdict::Passed | Verdict::Failed => "",
+        other => other.as_str(),
+    }
+}
+
+/// The console text for a finished run, in plan order.
+pub fn render(report: &RunReport, filtered_out: usize, style: Style) -> String {
+    let results = &report.results;
+    let seconds = report.duration.as_secs_f64();
+    let (mut passed, mut failed, mut ignored) = (0, 0, 0);
+    let mut failures = Vec::new();
+    let mut out = String::new();
+    let paint = |word: &str, color: u8| if style.color { format!("\x1b[{color}m{word}\x1b[0m") } else { word.into() };
+    if style.format == FormatSetting::Json {
+        push_json(&mut out, json!({ "type": "suite", "event": "started", "test_count": results.len() }));
+    } else {
+        let plural = if results.len() == 1 { "" } else { "s" };
+        out.push_str(&format!("\nrunning {} test{plural}\n", results.len()));
+    }
+    let name_width = results.iter().map(|r| sanitize(&r.name).chars().count()).max().unwrap_or(0);
+    let kind_width = results.iter().map(|r| if kind(r).is_empty() { 0 } else { kind(r).len() + 3 }).max().unwrap_or(0);
+    for r in results {
+        let name = sanitize(&r.name);
+        let outcome = outcome(r);
+        match &outcome {
+            Outcome::Ok => passed += 1,
+            Outcome::Failed(text) => {
+                failed += 1;
+                failures.push((name.clone(), text.clone()));
+            }
+            Outcome::Ignored(_) => ignored += 1,
+        }
+        match style.format {
+            FormatSetting::Pretty => {
+                let kind = if kind(r).is_empty() { String::new() } else { format!("[{}] ", kind(r)) };
+                let word = match &outcome {
+                    Outcome::Ok => paint("ok", 32),
+                    Outcome::Failed(_) => paint("FAILED", 31),
+                    Outcome::Ignored(reason) => paint(&format!("ignored ({reason})"), 33),
+                };
+                out.push_str(&format!("test {kind:<kind_width$}{name:<name_width$} ... {word}\n"));
+            }
+            FormatSetting::Terse => out.push_str(&match outcome {
+                Outcome::Ok => paint(".", 32),
+                Outcome::Failed(_) => paint("F", 31),
+                Outcome::Ignored(_) => paint("i", 33),
+            }),
+            FormatSetting::Json => {
+                push_json(&mut out, json!({ "type": "test", "event": "started", "name": name }));
+                let word = match outcome {
+                    Outcome::Ok => "ok",
+                    Outcome::Failed(_) => "failed",
+                    Outcome::Ignored(_) => "ignored",
+                };
+                let mut event =
+                    json!({ "type": "test", "name": name, "event": word, "exec_time": r.duration.as_secs_f64() });
+                match &outcome {
+                    Outcome::Failed(text) => event["stdout"] = json!(format!("Error: \"{text}\"\n")),
+                    Outcome::Ignored(reason) => event["message"] = json!(reason),
+                    Outcome::Ok => {}
+                }
+                push_json(&mut out, event);
+            }
+        }
+    }
+    if style.format == FormatSetting::Json {
+        let event = if failed > 0 { "failed" } else { "ok" };
+        push_json(
+            &mut out,
+            json!({ "type": "suite", "event": event, "passed": passed, "failed": failed, "ignored": ignored,
+                    "measured": 0, "filtered_out": filtered_out, "exec_time": seconds }),
+        );
+        return out;
+    }
+    if style.format == FormatSetting::Terse {
+        out.push('\n');
+    }
+    if !failures.is_empty() {
+        out.push_str("\nfailures:\n\n");
+        for (name, text) in &failures {
+            out.push_str(&format!("---- {name} ----\n{text}\n\n"));
+        }
+        out.push_str("\nfailures:\n");
+        for (name, _) in &failures {
+            out.push_str(&format!("    {name}\n"));
+        }
+    }
+    let verdict = if failed > 0 { paint("FAILED", 31) } else { paint("ok", 32) };
+    out.push_str(&format!(
+        "\ntest result: {verdict}. {passed} passed; {failed} failed; {ignored} ignored; 0 measured; \
+         {filtered_out} filtered out; finished in {seconds:.2}s\n\n"
+    ));
+    out
+}
+
+fn push_json(out: &mut String, value: serde_json::Value) {
+    out.push_str(&value.to_string());
+    out.push('\n');
 }

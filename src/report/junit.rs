@@ -1,4 +1,8 @@
 //! JUnit XML through quick-junit: one testsuite per family, one testcase per check.
+//!
+//! quick-junit escapes `<`, `&` and quotes; characters XML 1.0 cannot carry at all
+//! (C0 controls, U+FFFE, U+FFFF) and those that would hide text (bidi controls) are made
+//! visible escapes by [`sanitize`] first, so the file is always well-formed.
 
 use std::collections::BTreeMap;
 
@@ -6,6 +10,7 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::failure_text;
 use crate::model::{RunReport, Verdict};
+use crate::text::sanitize;
 
 pub fn render(report: &RunReport) -> String {
     let mut junit = Report::new("cordon");
@@ -13,30 +18,30 @@ pub fn render(report: &RunReport) -> String {
     let mut suites: BTreeMap<&str, TestSuite> = BTreeMap::new();
     for result in &report.results {
         let family = result.family.as_str();
+        let reason = sanitize(&result.reason);
         let status = match result.verdict {
             Verdict::Passed => TestCaseStatus::success(),
             Verdict::Failed | Verdict::StaleBaseline => {
-                non_success(NonSuccessKind::Failure, result.verdict, &result.reason, &failure_text(result))
+                non_success(NonSuccessKind::Failure, result.verdict, &reason, &failure_text(result))
             }
-            Verdict::Unreachable => {
-                non_success(NonSuccessKind::Error, result.verdict, &result.reason, &failure_text(result))
-            }
+            Verdict::Unreachable => non_success(NonSuccessKind::Error, result.verdict, &reason, &failure_text(result)),
             Verdict::Skipped | Verdict::KnownFailure => {
                 let mut s = TestCaseStatus::skipped();
                 s.set_type(result.verdict.as_str());
                 s.set_message(match result.verdict {
-                    Verdict::KnownFailure => format!("known failure: {}", result.reason),
-                    _ => result.reason.clone(),
+                    Verdict::KnownFailure => format!("known failure: {reason}"),
+                    _ => reason,
                 });
                 s.set_description(failure_text(result));
                 s
             }
         };
-        let mut case = TestCase::new(result.name.clone(), status);
+        let mut case = TestCase::new(sanitize(&result.name), status);
         case.set_classname(format!("cordon.{family}"));
         case.set_time(result.duration);
         if !result.evidence.is_empty() && result.verdict == Verdict::Passed {
-            case.set_system_out(result.evidence.join("\n"));
+            let lines: Vec<String> = result.evidence.iter().map(|l| sanitize(l)).collect();
+            case.set_system_out(lines.join("\n"));
         }
         suites.entry(family).or_insert_with(|| TestSuite::new(family)).add_test_case(case);
     }

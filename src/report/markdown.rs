@@ -1,8 +1,16 @@
 //! A Markdown summary for a CI job summary page.
+//!
+//! Nothing from the report reaches the page as Markdown: names are code spans whose
+//! backtick fence is longer than any run in the name, reasons are text with every
+//! character that Markdown or GitHub gives a meaning backslash-escaped, table cells
+//! escape `|`, and evidence sits in a fenced block whose fence is longer than any
+//! backtick run inside. All of it is sanitized first, so no line break can end a cell,
+//! a span or a block early.
 
 use std::fmt::Write;
 
 use crate::model::{RunReport, Verdict};
+use crate::text::sanitize;
 
 pub fn render(report: &RunReport) -> String {
     let c = report.counts();
@@ -15,9 +23,9 @@ pub fn render(report: &RunReport) -> String {
     let _ = writeln!(md, "# cordon: {status}\n");
     let _ = writeln!(
         md,
-        "Scenario `{}`, suite `{}`, mode `{:?}`, {:.1}s.\n",
-        report.scenario,
-        report.suite,
+        "Scenario {}, suite {}, mode `{:?}`, {:.1}s.\n",
+        code_span(&report.scenario),
+        code_span(&report.suite),
         report.mode,
         report.duration.as_secs_f64()
     );
@@ -38,25 +46,66 @@ pub fn render(report: &RunReport) -> String {
             Verdict::Unreachable => "⚠️",
             Verdict::Skipped | Verdict::KnownFailure => "➖",
         };
-        let _ = writeln!(md, "| `{}` | {mark} {} | {} |", r.name, r.verdict.as_str(), cell(&r.reason));
+        let _ = writeln!(md, "| {} | {mark} {} | {} |", cell(&code_span(&r.name)), r.verdict.as_str(), text(&r.reason));
     }
     let troubled: Vec<_> =
         report.results.iter().filter(|r| !matches!(r.verdict, Verdict::Passed | Verdict::Skipped)).collect();
     if !troubled.is_empty() {
         let _ = writeln!(md, "\n## Evidence\n");
         for r in troubled {
-            let _ = writeln!(md, "### `{}` — {}\n", r.name, r.verdict.as_str());
-            let _ = writeln!(md, "{}\n", r.reason);
-            let _ = writeln!(md, "```");
-            for line in &r.evidence {
+            let _ = writeln!(md, "### {} — {}\n", code_span(&r.name), r.verdict.as_str());
+            let _ = writeln!(md, "Reason: {}\n", text(&r.reason));
+            let lines: Vec<String> = r.evidence.iter().map(|l| sanitize(l)).collect();
+            let fence = fence_for(&lines.join("\n"));
+            let _ = writeln!(md, "{fence}text");
+            for line in &lines {
                 let _ = writeln!(md, "{line}");
             }
-            let _ = writeln!(md, "```\n");
+            let _ = writeln!(md, "{fence}\n");
         }
     }
     md
 }
 
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+/// `s` as an inline code span: the fence is one backtick longer than the longest run
+/// inside, and padded with spaces where the content would touch it.
+pub fn code_span(s: &str) -> String {
+    let s = sanitize(s);
+    if s.is_empty() {
+        return "` `".into();
+    }
+    let fence = "`".repeat(longest_backtick_run(&s) + 1);
+    let pad = s.starts_with('`') || s.ends_with('`') || (s.starts_with(' ') && s.ends_with(' '));
+    let space = if pad { " " } else { "" };
+    format!("{fence}{space}{s}{space}{fence}")
+}
+
+/// `s` as plain Markdown text: every character with a meaning (emphasis, code, links,
+/// images, HTML, entities, tables, math, strikethrough) is backslash-escaped.
+pub fn text(s: &str) -> String {
+    let s = sanitize(s);
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '!' | '|' | '~' | '&' | '$' | '#') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Inline Markdown for a table cell: a `|` splits cells even inside a code span
+/// unless escaped.
+fn cell(inline: &str) -> String {
+    inline.replace('|', "\\|")
+}
+
+/// A code fence longer than any backtick run in `content`, so no line of it closes
+/// the block.
+pub fn fence_for(content: &str) -> String {
+    "`".repeat((longest_backtick_run(content) + 1).max(3))
+}
+
+fn longest_backtick_run(s: &str) -> usize {
+    s.split(|c| c != '`').map(str::len).max().unwrap_or(0)
 }

@@ -1,5 +1,7 @@
 //! Reporters: each reads a finished [`RunReport`] and writes one format. None of them
-//! probes, retries or decides; every byte they emit passes through the redactor.
+//! probes, retries or decides; every byte they emit passes through the redactor, and
+//! every string they take from the report through [`crate::text::sanitize`] and then
+//! their own sink's escaping (XML, JSON, Markdown, the console's line structure).
 pub mod console;
 pub mod json;
 pub mod junit;
@@ -10,13 +12,15 @@ use std::path::{Path, PathBuf};
 use crate::config::Outputs;
 use crate::model::{CheckResult, RunReport};
 use crate::secret::Redactor;
+use crate::text::sanitize;
 
-/// The failure text of one check: the reason, then one evidence line each.
+/// The failure text of one check: the reason, then one indented evidence line each.
+/// Each part is sanitized, so the only line breaks are these.
 pub fn failure_text(result: &CheckResult) -> String {
-    let mut text = result.reason.clone();
+    let mut text = sanitize(&result.reason);
     for line in &result.evidence {
         text.push_str("\n  ");
-        text.push_str(line);
+        text.push_str(&sanitize(line));
     }
     text
 }
@@ -28,17 +32,33 @@ pub fn write_redacted(path: &Path, text: &str, redactor: &Redactor) -> std::io::
     std::fs::write(path, redactor.redact(text))
 }
 
-/// A copy of the report with every text redacted. Redacting before rendering matters:
+/// One string for any sink: redacted, then with every control, bidi and non-character
+/// shown as a visible escape, so it stays on one line and cannot forge or hide output.
+pub fn clean(text: &str, redactor: &Redactor) -> String {
+    sanitize(&redactor.redact(text))
+}
+
+/// A copy of the report with every text redacted and sanitized, whatever its origin
+/// (network, scenario file, our own messages). Redacting before rendering matters:
 /// JSON, XML and Markdown escape characters, and an escaped secret no longer matches.
+/// Each reporter still sanitizes what it writes, so a report that skipped this step
+/// cannot forge a line either.
 pub fn redacted(report: &RunReport, redactor: &Redactor) -> RunReport {
+    let scrub = |s: &mut String| *s = clean(s, redactor);
     let mut copy = report.clone();
-    copy.scenario = redactor.redact(&copy.scenario);
-    copy.suite = redactor.redact(&copy.suite);
+    scrub(&mut copy.scenario);
+    scrub(&mut copy.suite);
     for r in &mut copy.results {
-        r.name = redactor.redact(&r.name);
-        r.reason = redactor.redact(&r.reason);
-        for line in &mut r.evidence {
-            *line = redactor.redact(line);
+        scrub(&mut r.name);
+        scrub(&mut r.reason);
+        r.client.iter_mut().chain(r.provider.iter_mut()).for_each(scrub);
+        r.evidence.iter_mut().chain(r.transient.iter_mut()).for_each(scrub);
+        for finding in &mut r.findings {
+            scrub(&mut finding.message);
+            finding.facts = std::mem::take(&mut finding.facts)
+                .into_iter()
+                .map(|(k, v)| (clean(&k, redactor), clean(&v, redactor)))
+                .collect();
         }
     }
     copy

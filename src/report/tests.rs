@@ -4,7 +4,8 @@ use std::time::{Duration, SystemTime};
 
 use super::*;
 use crate::config::{Family, Mode};
-use crate::model::{CheckName, CheckResult, RunReport, Verdict};
+use crate::model::{CheckName, CheckResult, Finding, FindingKind, RunReport, Verdict};
+use crate::secret::Redactor;
 
 fn result(name: &str, verdict: Verdict, reason: &str, evidence: &[&str]) -> CheckResult {
     let mut r = CheckResult::new(&CheckName::new(Family::Contract, "x"), verdict, reason);
@@ -91,4 +92,138 @@ fn every_written_file_is_redacted() {
         );
         assert!(text.contains("«redacted:gitea-token»"), "{} lost the evidence", path.display());
     }
+}
+
+/// Names, reasons and evidence as a hostile server or file could make them.
+const HOSTILE: &[&str] = &[
+    "add\ntest FAKE ... ok",
+    "x\r\ntest FAKE-CR ... ok\r",
+    "\u{1b}[2K\u{1b}[1Gtest FAKE-ESC ... ok",
+    "evil\u{202e}kcatta\u{2066}",
+    "bad\u{fffe}xml\u{ffff}\u{fdd0}\u{1fffe}\u{0}\u{7}\u{85}\u{7f}",
+    "```\n# Injected heading\n| forged | row | here |",
+    "`````",
+    "]]><!-- <script>alert(1)</script> &amp; &#0;",
+    "a|b|c\\|d",
+    "line\u{2028}separator",
+];
+
+fn hostile_report() -> RunReport {
+    let mut r = report();
+    r.scenario = HOSTILE[5].into();
+    r.suite = HOSTILE[0].into();
+    for (i, result) in r.results.iter_mut().enumerate() {
+        let h = HOSTILE[i % HOSTILE.len()];
+        result.name = format!("contract::{h}::{i}");
+        result.reason = format!("tool {h} is not allowlisted");
+        result.evidence = HOSTILE.iter().map(|h| format!("served: {h}")).collect();
+        result.transient = vec![h.to_string()];
+        result.client = Some(h.into());
+        result.findings = vec![Finding::new(FindingKind::ToolsDisclosed, h).fact(h, h)];
+    }
+    r
+}
+
+fn raw_dangerous(text: &str) -> Vec<char> {
+    text.chars().filter(|c| *c != '\n' && crate::text::is_dangerous(*c)).collect()
+}
+
+#[test]
+fn junit_is_well_formed_and_shows_every_character() {
+    let report = redacted(&hostile_report(), &Redactor::new());
+    let xml = junit::render(&report);
+    assert_eq!(raw_dangerous(&xml), [] as [char; 0], "{xml}");
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let cases: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    assert_eq!(cases.len(), 6);
+    assert_eq!(cases[0].attribute("name"), Some("contract::add\\ntest FAKE ... ok::0"));
+    // Even a report that skipped `redacted` renders well-formed XML.
+    let xml = junit::render(&hostile_report());
+    roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    assert_eq!(raw_dangerous(&xml), [] as [char; 0]);
+}
+
+#[test]
+fn json_is_valid_with_no_raw_control_character() {
+    for report in [hostile_report(), redacted(&hostile_report(), &Redactor::new())] {
+        let text = json::render(&report);
+        assert_eq!(raw_dangerous(&text), [] as [char; 0], "{text}");
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["report"]["results"][0]["name"], "contract::add\\ntest FAKE ... ok::0");
+        let facts = &value["report"]["results"][1]["findings"][0]["facts"];
+        assert_eq!(facts["x\\r\\ntest FAKE-CR ... ok\\r"], "x\\r\\ntest FAKE-CR ... ok\\r", "{facts}");
+    }
+}
+
+/// Lines outside fenced blocks, and whether every fence closed.
+fn outside_fences(md: &str) -> (Vec<&str>, bool) {
+    let mut open: Option<usize> = None;
+    let mut outside = Vec::new();
+    for line in md.lines() {
+        let ticks = line.len() - line.trim_start_matches('`').len();
+        match open {
+            None if ticks >= 3 => open = Some(ticks),
+            None => outside.push(line),
+            Some(n) if ticks >= n && line.trim_start_matches('`').trim().is_empty() => open = None,
+            Some(_) => {}
+        }
+    }
+    (outside, open.is_none())
+}
+
+/// `|` that split table cells: not backslash-escaped.
+fn cell_separators(line: &str) -> usize {
+    let bytes = line.as_bytes();
+    (0..bytes.len()).filter(|&i| bytes[i] == b'|' && (i == 0 || bytes[i - 1] != b'\\')).count()
+}
+
+#[test]
+fn markdown_keeps_names_in_spans_and_evidence_in_fences() {
+    for report in [hostile_report(), redacted(&hostile_report(), &Redactor::new())] {
+        let md = markdown::render(&report);
+        assert_eq!(raw_dangerous(&md), [] as [char; 0], "{md}");
+        let (outside, closed) = outside_fences(&md);
+        assert!(closed, "a fence is left open:\n{md}");
+        let headings: Vec<_> = outside.iter().filter(|l| l.starts_with('#')).collect();
+        assert_eq!(headings.len(), 2 + 4, "only our headings (title, Evidence, 4 troubled checks):\n{md}");
+        assert!(headings.iter().all(|h| h.starts_with("# cordon:") || *h == &"## Evidence" || h.starts_with("### `")));
+        for row in outside.iter().filter(|l| l.starts_with('|')) {
+            assert!([4, 8].contains(&cell_separators(row)), "a cell was split: {row}\n{md}");
+        }
+        assert!(md.contains("### ````contract::```\\n# Injected heading\\n| forged"), "{md}");
+    }
+}
+
+#[test]
+fn console_prints_one_line_per_check_and_the_real_duration() {
+    use libtest_mimic::FormatSetting;
+    let style = console::Style { format: FormatSetting::Pretty, color: false };
+    let text = console::render(&hostile_report(), 2, style);
+    assert_eq!(raw_dangerous(&text), [] as [char; 0], "{text}");
+    let test_lines: Vec<_> = text.lines().filter(|l| l.starts_with("test ")).collect();
+    assert_eq!(test_lines.len(), 6 + 1, "six checks and the result line:\n{text}");
+    assert!(!text.lines().any(|l| l.starts_with("test FAKE")), "{text}");
+    assert!(text.contains("finished in 1.00s"), "the run's duration, not the replay's: {text}");
+    assert!(text.contains("2 filtered out"), "{text}");
+
+    let text = console::render(&report(), 0, style);
+    assert!(text.contains("test                  contract::a::tools          ... ok\n"), "{text}");
+    assert!(
+        text.contains("test [skipped]        contract::a::foreign_bearer ... ignored (no other provider)"),
+        "{text}"
+    );
+    assert!(text.contains("---- contract::a::read ----\nread tool `add` returned isError: true\n  result:"), "{text}");
+    assert!(text.contains("test result: FAILED. 1 passed; 3 failed; 2 ignored; 0 measured; 0 filtered out"), "{text}");
+
+    let json_style = console::Style { format: FormatSetting::Json, color: false };
+    let text = console::render(&hostile_report(), 0, json_style);
+    assert_eq!(raw_dangerous(&text), [] as [char; 0], "{text}");
+    for line in text.lines() {
+        let event: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        if event["type"] == "suite" && event["event"] != "started" {
+            assert_eq!(event["exec_time"], 1.0);
+        }
+    }
+    let terse = console::render(&report(), 0, console::Style { format: FormatSetting::Terse, color: false });
+    assert!(terse.contains("\n.FFiiF\n"), "{terse}");
 }

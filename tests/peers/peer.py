@@ -16,13 +16,18 @@ Kinds served with the real SDK (mcp 1.x ``FastMCP`` or 2.x ``MCPServer``):
     stateful-sse, stateful-json, stateless, legacy-sse,
     any-bearer, foreign-bearer, extra-tool, read-error, redirect-login, html-200
 Kinds served without the SDK (any venv, only starlette/uvicorn needed or plain asyncio):
-    never-answers, huge-body, endless-sse, cursor-cycle, paged
+    never-answers, huge-body, endless-sse, cursor-cycle, paged,
+    forged-names (tool names and a tool result that try to forge report lines),
+    echo-secrets (echoes bearers back raw, base64, hex and cut; answers a wrong bearer
+    with raw gzip bytes; GET /seen-bearers with the valid bearer lists the wrong ones)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import gzip
 import json
 import logging
 import os
@@ -51,7 +56,7 @@ SDK_KINDS = {
     "redirect-login",
     "html-200",
 }
-RAW_KINDS = {"never-answers", "huge-body", "endless-sse", "cursor-cycle", "paged"}
+RAW_KINDS = {"never-answers", "huge-body", "endless-sse", "cursor-cycle", "paged", "forged-names", "echo-secrets"}
 KINDS = sorted(SDK_KINDS | RAW_KINDS)
 
 
@@ -506,6 +511,84 @@ def jsonrpc_app(kind: str, token: str):
 
 
 # --------------------------------------------------------------------------
+# Hostile kinds for the forgery test: forged-names, echo-secrets
+# --------------------------------------------------------------------------
+
+# Each tries one way to forge or break a report line, a JUnit file or a Markdown page.
+FORGED_NAMES = [
+    "add\ntest FAKE-NL ... ok",
+    "add\r\ntest FAKE-CR ... ok",
+    "\x1b[1A\x1b[2Ktest FAKE-ESC ... ok",
+    "evil\u202etxt.exe\u2066",
+    "bad\ufffexml\uffff\ufdd0",
+    "```\n# Injected heading\n| forged | row | here |",
+    "</failure></testcase><testcase name=\"FAKE-XML\"/>",
+    "\x85next\u2028line\x7f\x00end",
+]
+PAGES["forged-names"] = {None: ([TOOL_ADD, TOOL_ECHO] + [dict(TOOL_ECHO, name=n) for n in FORGED_NAMES], None)}
+PAGES["echo-secrets"] = {None: ([TOOL_ADD, TOOL_ECHO], None)}
+
+
+def echo_forms(secret: str) -> dict:
+    """The secret as careless servers echo it: whole, base64 inside a longer value,
+    URL-safe base64 without padding, hex, and only its last characters."""
+    return {
+        "raw": secret,
+        "b64": base64.b64encode(f"Bearer {secret}".encode()).decode(),
+        "b64url": base64.urlsafe_b64encode(f"u:{secret}".encode()).decode().rstrip("="),
+        "hex": secret.encode().hex(),
+        "tail": secret[-12:],
+    }
+
+
+def hostile_app(kind: str, token: str):
+    inner = jsonrpc_app(kind, token)
+    seen: list[str] = []
+
+    async def app(scope, receive, send):
+        if scope["type"] == "http" and scope["path"] == "/seen-bearers" and bearer_of(scope) == token:
+            return await respond(send, 200, [("content-type", "text/plain")], "\n".join(seen).encode())
+        if scope["type"] != "http" or scope["path"] != "/mcp":
+            return await inner(scope, receive, send)
+        presented = bearer_of(scope)
+        if kind == "echo-secrets" and presented is None:
+            return await respond_json(send, 401, {"error": "unauthenticated", "hint": token[-12:]},
+                                      [("www-authenticate", f'Bearer realm="{token[-12:]}"')])
+        if kind == "echo-secrets" and presented != token:
+            seen.append(presented)
+            # Raw gzip bytes, announced as JSON and not as an encoding.
+            body = json.dumps({"error": "denied", "echo": echo_forms(presented)}).encode()
+            return await respond(send, 200, [("content-type", "application/json")], gzip.compress(body, mtime=0))
+        try:
+            body = await read_body(receive)
+        except ConnectionError:
+            return
+        try:
+            msg = json.loads(body)
+        except ValueError:
+            msg = None
+        if presented == token and isinstance(msg, dict) and msg.get("method") == "tools/call":
+            if kind == "echo-secrets":
+                return await respond_json(send, 500, {"error": "denied", "echo": echo_forms(token)},
+                                          [("www-authenticate", f'Bearer error_description="{token.encode().hex().upper()}"')])
+            text = "\n".join(FORGED_NAMES) + "\n```\n# heading from a tool result\n"
+            return await respond_json(send, 200, rpc_result(msg.get("id"), {"content": [{"type": "text", "text": text}],
+                                                                           "isError": True}))
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await inner(scope, replay, send)
+
+    return app
+
+
+# --------------------------------------------------------------------------
 # never-answers: plain asyncio
 # --------------------------------------------------------------------------
 
@@ -580,6 +663,8 @@ def main() -> None:
         app, path = streaming_app(args.kind), "/mcp"
     elif args.kind in ("cursor-cycle", "paged"):
         app, path = jsonrpc_app(args.kind, token), "/mcp"
+    elif args.kind in ("forged-names", "echo-secrets"):
+        app, path = hostile_app(args.kind, token), "/mcp"
     else:
         app, path = build_sdk_app(args.kind, port, token, foreign)
     asyncio.run(serve_uvicorn(app, sock, path))
