@@ -13,8 +13,9 @@ use crate::engine::Engine;
 use crate::exit;
 use crate::model::{CheckName, RunReport};
 use crate::netns::{self, NsPool};
+use crate::report::live::{LiveConsole, LiveEvents};
 use crate::report::{self, console};
-use crate::runner::{self, Check, RunClock, RunContext, StderrProgress};
+use crate::runner::{self, Check, RunClock, RunContext};
 use crate::secret::Redactor;
 use crate::topology::{Topology, TopologyError};
 
@@ -158,8 +159,9 @@ pub fn execute(request: RunRequest) -> i32 {
     let pool = deployment.as_ref().map(|d| d.pool.clone()).unwrap_or_else(|| Arc::new(NsPool::new()));
     let clock = RunClock::new(&suite);
     let ctx = Arc::new(RunContext { scenario, suite, redactor: redactor.clone(), deployment, pool, clock });
-    let progress = Arc::new(StderrProgress { redactor: redactor.clone() });
-    let results = runtime.block_on(runner::run_checks(selected, ctx, progress));
+    let names: Vec<String> = selected.iter().map(|c| c.name().to_string()).collect();
+    let console = LiveConsole::new(&tests, &names, redactor.clone());
+    let results = runtime.block_on(runner::run_checks(selected, ctx, Arc::new(LiveEvents(console.clone()))));
     runtime.shutdown_background();
 
     let report = RunReport {
@@ -171,9 +173,18 @@ pub fn execute(request: RunRequest) -> i32 {
         results,
         filtered_out: unselected.len(),
     };
-    console::print(&tests, &report, &unselected, &redactor);
+    console.finish(unselected.len(), report.duration.as_secs_f64());
+    // A JSON console stream stays pure JSON: the human lines go to stderr then.
+    let json = tests.format == Some(libtest_mimic::FormatSetting::Json);
+    let say = |line: String| if json { eprintln!("{line}") } else { println!("{line}") };
     let c = report.counts();
-    println!(
+    let unstable = report.instability().len();
+    if unstable > 0 {
+        say(format!(
+            "cordon: engine instability observed: {unstable} check(s) saw a connect get through once and never again (recorded as transient, not judged)"
+        ));
+    }
+    say(format!(
         "cordon: {} passed, {} failed, {} unreachable, {} skipped, {} known failure(s), {} stale baseline entr(ies) in {:.1}s",
         c.passed,
         c.failed,
@@ -182,11 +193,11 @@ pub fn execute(request: RunRequest) -> i32 {
         c.known_failures,
         c.stale_baseline,
         report.duration.as_secs_f64()
-    );
+    ));
     match report::write_all(&report, &outputs, &redactor) {
         Ok(paths) => {
             for p in paths {
-                println!("wrote {}", p.display());
+                say(format!("wrote {}", p.display()));
             }
         }
         Err(e) => {

@@ -13,7 +13,6 @@ pub mod engine;
 pub mod exit;
 pub mod explain;
 pub mod fsutil;
-pub mod html;
 pub mod matrix;
 pub mod mcp;
 pub mod model;

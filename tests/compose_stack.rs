@@ -60,7 +60,7 @@ fn assert_no_token_in(stack: &Stack, results: &std::path::Path, console: &[&str]
         .map(|e| e.unwrap().path())
         .map(|p| (p.display().to_string(), std::fs::read_to_string(&p).unwrap()))
         .collect();
-    assert_eq!(texts.len(), 3, "junit, json, markdown");
+    assert_eq!(texts.len(), 4, "junit, json, markdown, html");
     texts.extend(console.iter().map(|c| ("console".to_string(), c.to_string())));
     for (name, text) in &texts {
         for (var, value) in stack.env.iter().filter(|(k, _)| k.ends_with("_TOKEN")) {

@@ -52,7 +52,12 @@ fn no_secret_value_appears_in_anything_written() {
     );
 
     let mut outputs = all_files(&run.results_dir);
-    assert_eq!(outputs.len(), 3, "junit, json and markdown: {:?}", outputs.iter().map(|o| &o.0).collect::<Vec<_>>());
+    assert_eq!(
+        outputs.len(),
+        4,
+        "junit, json, markdown and html: {:?}",
+        outputs.iter().map(|o| &o.0).collect::<Vec<_>>()
+    );
     outputs.push(("stdout".into(), run.stdout.clone()));
     outputs.push(("stderr".into(), run.stderr.clone()));
     for (name, text) in &outputs {

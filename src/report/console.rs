@@ -57,7 +57,7 @@ pub struct Style {
 }
 
 impl Style {
-    fn from_args(args: &Arguments) -> Style {
+    pub fn from_args(args: &Arguments) -> Style {
         let format = if args.quiet { FormatSetting::Terse } else { args.format.unwrap_or(FormatSetting::Pretty) };
         let color = match args.color.unwrap_or(ColorSetting::Auto) {
             ColorSetting::Always => true,
@@ -93,71 +93,86 @@ fn kind(r: &CheckResult) -> &'static str {
     }
 }
 
-/// The console text for a finished run, in plan order.
-pub fn render(report: &RunReport, filtered_out: usize, style: Style) -> String {
-    let results = &report.results;
-    let seconds = report.duration.as_secs_f64();
-    let (mut passed, mut failed, mut ignored) = (0, 0, 0);
-    let mut failures = Vec::new();
+/// Running totals of a console, and the failures to print at the end.
+#[derive(Default)]
+pub struct Tally {
+    pub passed: usize,
+    pub failed: usize,
+    pub ignored: usize,
+    pub failures: Vec<(String, String)>,
+}
+
+/// The line that opens a run.
+pub fn header(planned: usize, style: Style) -> String {
+    if style.format == FormatSetting::Json {
+        let mut out = String::new();
+        push_json(&mut out, json!({ "type": "suite", "event": "started", "test_count": planned }));
+        return out;
+    }
+    let plural = if planned == 1 { "" } else { "s" };
+    format!("\nrunning {planned} test{plural}\n")
+}
+
+fn paint(style: Style, word: &str, color: u8) -> String {
+    if style.color { format!("\x1b[{color}m{word}\x1b[0m") } else { word.into() }
+}
+
+/// One finished check, as libtest prints a test (names padded to `name_width`).
+pub fn line(r: &CheckResult, style: Style, name_width: usize, kind_width: usize, tally: &mut Tally) -> String {
+    let name = sanitize(&r.name);
+    let outcome = outcome(r);
+    match &outcome {
+        Outcome::Ok => tally.passed += 1,
+        Outcome::Failed(text) => {
+            tally.failed += 1;
+            tally.failures.push((name.clone(), text.clone()));
+        }
+        Outcome::Ignored(_) => tally.ignored += 1,
+    }
+    match style.format {
+        FormatSetting::Pretty => {
+            let kind = if kind(r).is_empty() { String::new() } else { format!("[{}] ", kind(r)) };
+            let word = match &outcome {
+                Outcome::Ok => paint(style, "ok", 32),
+                Outcome::Failed(_) => paint(style, "FAILED", 31),
+                Outcome::Ignored(reason) => paint(style, &format!("ignored ({reason})"), 33),
+            };
+            format!("test {kind:<kind_width$}{name:<name_width$} ... {word}\n")
+        }
+        FormatSetting::Terse => match outcome {
+            Outcome::Ok => paint(style, ".", 32),
+            Outcome::Failed(_) => paint(style, "F", 31),
+            Outcome::Ignored(_) => paint(style, "i", 33),
+        },
+        FormatSetting::Json => {
+            let mut out = String::new();
+            push_json(&mut out, json!({ "type": "test", "event": "started", "name": name }));
+            let word = match outcome {
+                Outcome::Ok => "ok",
+                Outcome::Failed(_) => "failed",
+                Outcome::Ignored(_) => "ignored",
+            };
+            let mut event =
+                json!({ "type": "test", "name": name, "event": word, "exec_time": r.duration.as_secs_f64() });
+            match &outcome {
+                Outcome::Failed(text) => event["stdout"] = json!(format!("Error: \"{text}\"\n")),
+                Outcome::Ignored(reason) => event["message"] = json!(reason),
+                Outcome::Ok => {}
+            }
+            push_json(&mut out, event);
+            out
+        }
+    }
+}
+
+/// The failures and the summary line, with the run's real duration.
+pub fn tail(tally: &Tally, filtered_out: usize, seconds: f64, style: Style) -> String {
     let mut out = String::new();
-    let paint = |word: &str, color: u8| if style.color { format!("\x1b[{color}m{word}\x1b[0m") } else { word.into() };
     if style.format == FormatSetting::Json {
-        push_json(&mut out, json!({ "type": "suite", "event": "started", "test_count": results.len() }));
-    } else {
-        let plural = if results.len() == 1 { "" } else { "s" };
-        out.push_str(&format!("\nrunning {} test{plural}\n", results.len()));
-    }
-    let name_width = results.iter().map(|r| sanitize(&r.name).chars().count()).max().unwrap_or(0);
-    let kind_width = results.iter().map(|r| if kind(r).is_empty() { 0 } else { kind(r).len() + 3 }).max().unwrap_or(0);
-    for r in results {
-        let name = sanitize(&r.name);
-        let outcome = outcome(r);
-        match &outcome {
-            Outcome::Ok => passed += 1,
-            Outcome::Failed(text) => {
-                failed += 1;
-                failures.push((name.clone(), text.clone()));
-            }
-            Outcome::Ignored(_) => ignored += 1,
-        }
-        match style.format {
-            FormatSetting::Pretty => {
-                let kind = if kind(r).is_empty() { String::new() } else { format!("[{}] ", kind(r)) };
-                let word = match &outcome {
-                    Outcome::Ok => paint("ok", 32),
-                    Outcome::Failed(_) => paint("FAILED", 31),
-                    Outcome::Ignored(reason) => paint(&format!("ignored ({reason})"), 33),
-                };
-                out.push_str(&format!("test {kind:<kind_width$}{name:<name_width$} ... {word}\n"));
-            }
-            FormatSetting::Terse => out.push_str(&match outcome {
-                Outcome::Ok => paint(".", 32),
-                Outcome::Failed(_) => paint("F", 31),
-                Outcome::Ignored(_) => paint("i", 33),
-            }),
-            FormatSetting::Json => {
-                push_json(&mut out, json!({ "type": "test", "event": "started", "name": name }));
-                let word = match outcome {
-                    Outcome::Ok => "ok",
-                    Outcome::Failed(_) => "failed",
-                    Outcome::Ignored(_) => "ignored",
-                };
-                let mut event =
-                    json!({ "type": "test", "name": name, "event": word, "exec_time": r.duration.as_secs_f64() });
-                match &outcome {
-                    Outcome::Failed(text) => event["stdout"] = json!(format!("Error: \"{text}\"\n")),
-                    Outcome::Ignored(reason) => event["message"] = json!(reason),
-                    Outcome::Ok => {}
-                }
-                push_json(&mut out, event);
-            }
-        }
-    }
-    if style.format == FormatSetting::Json {
-        let event = if failed > 0 { "failed" } else { "ok" };
+        let event = if tally.failed > 0 { "failed" } else { "ok" };
         push_json(
             &mut out,
-            json!({ "type": "suite", "event": event, "passed": passed, "failed": failed, "ignored": ignored,
+            json!({ "type": "suite", "event": event, "passed": tally.passed, "failed": tally.failed, "ignored": tally.ignored,
                     "measured": 0, "filtered_out": filtered_out, "exec_time": seconds }),
         );
         return out;
@@ -165,21 +180,41 @@ pub fn render(report: &RunReport, filtered_out: usize, style: Style) -> String {
     if style.format == FormatSetting::Terse {
         out.push('\n');
     }
-    if !failures.is_empty() {
+    if !tally.failures.is_empty() {
         out.push_str("\nfailures:\n\n");
-        for (name, text) in &failures {
+        for (name, text) in &tally.failures {
             out.push_str(&format!("---- {name} ----\n{text}\n\n"));
         }
         out.push_str("\nfailures:\n");
-        for (name, _) in &failures {
+        for (name, _) in &tally.failures {
             out.push_str(&format!("    {name}\n"));
         }
     }
-    let verdict = if failed > 0 { paint("FAILED", 31) } else { paint("ok", 32) };
+    let verdict = if tally.failed > 0 { paint(style, "FAILED", 31) } else { paint(style, "ok", 32) };
     out.push_str(&format!(
-        "\ntest result: {verdict}. {passed} passed; {failed} failed; {ignored} ignored; 0 measured; \
-         {filtered_out} filtered out; finished in {seconds:.2}s\n\n"
+        "\ntest result: {verdict}. {} passed; {} failed; {} ignored; 0 measured; \
+         {filtered_out} filtered out; finished in {seconds:.2}s\n\n",
+        tally.passed, tally.failed, tally.ignored
     ));
+    out
+}
+
+/// The kind column's width for these results.
+pub fn kind_width(results: &[CheckResult]) -> usize {
+    results.iter().map(|r| if kind(r).is_empty() { 0 } else { kind(r).len() + 3 }).max().unwrap_or(0)
+}
+
+/// The console text for a finished run, in plan order.
+pub fn render(report: &RunReport, filtered_out: usize, style: Style) -> String {
+    let results = &report.results;
+    let mut out = header(results.len(), style);
+    let name_width = results.iter().map(|r| sanitize(&r.name).chars().count()).max().unwrap_or(0);
+    let kind_width = kind_width(results);
+    let mut tally = Tally::default();
+    for r in results {
+        out.push_str(&line(r, style, name_width, kind_width, &mut tally));
+    }
+    out.push_str(&tail(&tally, filtered_out, report.duration.as_secs_f64(), style));
     out
 }
 

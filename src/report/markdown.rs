@@ -9,6 +9,7 @@
 
 use std::fmt::Write;
 
+use crate::matrix::Matrix;
 use crate::model::{RunReport, Verdict};
 use crate::text::sanitize;
 
@@ -37,6 +38,51 @@ pub fn render(report: &RunReport) -> String {
         "| {} | {} | {} | {} | {} | {} | {} |\n",
         c.passed, c.failed, c.unreachable, c.skipped, c.known_failures, c.stale_baseline, report.filtered_out
     );
+    if !report.instability().is_empty() {
+        let _ = writeln!(
+            md,
+            "⚠️ engine instability observed: {} check(s) saw a connect get through once and never again (recorded, not judged).\n",
+            report.instability().len()
+        );
+    }
+    let matrix = Matrix::from_report(report);
+    if !matrix.is_empty() {
+        let _ = writeln!(md, "## Reach matrix\n");
+        let _ = writeln!(md, "Clients by row, providers by column; the picture is in [{0}]({0}).\n", super::HTML_FILE);
+        let heads: Vec<String> = matrix
+            .columns
+            .iter()
+            .map(|c| {
+                let mark = match c.disabled {
+                    Some(Verdict::Passed) => " (disabled, dark)",
+                    Some(Verdict::Failed | Verdict::KnownFailure) => " (disabled, NOT dark)",
+                    Some(_) => " (disabled)",
+                    None => "",
+                };
+                cell(&format!("{}{}", code_span(&c.title()), text(mark)))
+            })
+            .collect();
+        let _ = writeln!(md, "| client | {} |", heads.join(" | "));
+        let _ = writeln!(md, "|---|{}", "---|".repeat(heads.len()));
+        for client in &matrix.clients {
+            let cells: Vec<String> = matrix
+                .columns
+                .iter()
+                .map(|col| match matrix.cell(client, col) {
+                    Some(c @ crate::matrix::Cell::Leak { doors }) => {
+                        format!("🔴 {} {}", c.label(), text(&doors.join(", ")))
+                    }
+                    Some(c @ crate::matrix::Cell::Working) => format!("🟢 {}", c.label()),
+                    Some(c @ crate::matrix::Cell::Broken { .. }) => format!("🟠 {}", c.label()),
+                    Some(c @ crate::matrix::Cell::Isolated) => format!("⚪ {}", c.label()),
+                    Some(c) => format!("➖ {}", c.label()),
+                    None => "·".into(),
+                })
+                .collect();
+            let _ = writeln!(md, "| {} | {} |", cell(&code_span(client)), cells.join(" | "));
+        }
+        let _ = writeln!(md);
+    }
     let _ = writeln!(md, "| check | verdict | reason |");
     let _ = writeln!(md, "|---|---|---|");
     for r in &report.results {

@@ -3,8 +3,10 @@
 //! every string they take from the report through [`crate::text::sanitize`] and then
 //! their own sink's escaping (XML, JSON, Markdown, the console's line structure).
 pub mod console;
+pub mod html;
 pub mod json;
 pub mod junit;
+pub mod live;
 pub mod markdown;
 
 use std::path::{Path, PathBuf};
@@ -64,13 +66,17 @@ pub fn redacted(report: &RunReport, redactor: &Redactor) -> RunReport {
     copy
 }
 
-/// Writes JUnit, JSON and Markdown; returns the paths written.
+/// The HTML report lives beside the Markdown summary, which links it by name.
+pub const HTML_FILE: &str = "report.html";
+
+/// Writes JUnit, JSON, Markdown and the HTML report; returns the paths written.
 pub fn write_all(report: &RunReport, outputs: &Outputs, redactor: &Redactor) -> std::io::Result<Vec<PathBuf>> {
     let report = &redacted(report, redactor);
     let files = [
         (outputs.junit_path(), junit::render(report)),
         (outputs.json_path(), json::render(report)),
         (outputs.markdown_path(), markdown::render(report)),
+        (outputs.dir.join(HTML_FILE), html::render(report)),
     ];
     let mut written = Vec::new();
     for (path, text) in files {
