@@ -58,12 +58,23 @@ enum Command {
         /// Leave the stack running afterwards.
         #[arg(long)]
         keep: bool,
+        /// Show image builds and compose output instead of logging them to results/demo.log.
+        #[arg(long)]
+        verbose: bool,
         /// Passed on to `cordon compose` (a filter, --skip, --list …).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         extra: Vec<String>,
     },
     /// Check one endpoint's contract from here, without a scenario file.
     Probe(Box<ProbeArgs>),
+    /// What a check proves, from where, and what the last run saw (from report.json).
+    Explain {
+        /// A check name, e.g. `reach::n8n-/->legacy`.
+        check: String,
+        /// The directory the run wrote its reports to.
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -130,7 +141,8 @@ pub fn main() -> i32 {
             };
             app::execute(RunRequest { scenario, suite, redactor, tests, results_dir: results, project })
         }
-        Command::Demo { keep, extra } => crate::demo::run(crate::demo::DemoArgs { keep, extra }),
+        Command::Demo { keep, verbose, extra } => crate::demo::run(crate::demo::DemoArgs { keep, verbose, extra }),
+        Command::Explain { check, results } => crate::explain::run(&check, &results),
         Command::Probe(args) => match probe_request(*args, &redactor) {
             Ok(request) => app::execute(request),
             Err(message) => {

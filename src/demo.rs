@@ -1,8 +1,15 @@
 //! `cordon demo`: build the fixture images, deploy the reference stack, run the compose
 //! suite against it from inside each client's namespace, write the reports, tear down.
+//!
+//! Quiet by default: image builds and compose output go to `results/demo.log`, and the
+//! console shows one line per stage with its time; a stage that fails prints the tail of
+//! that log. `--verbose` shows everything as it happens.
 
-use std::path::Path;
-use std::process::Command;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
 use nix::sys::signal::{SigHandler, Signal, signal};
 
@@ -10,13 +17,80 @@ use crate::engine::Engine;
 use crate::exit;
 
 pub const PROJECT: &str = "cordon-demo";
-/// The demo's networks live in 10.240.0.0/16; the end-to-end tests use 10.242–10.250.
+/// The demo's networks live in 10.240.0.0/16; the end-to-end tests use other ranges.
 pub const SUBNET: &str = "10.240";
 const COMPOSE_FILE: &str = "docker/reference/compose.yaml";
+const LOG: &str = "results/demo.log";
+/// Lines of the log shown when a stage fails.
+const TAIL_LINES: usize = 30;
 
 pub struct DemoArgs {
     pub keep: bool,
+    pub verbose: bool,
     pub extra: Vec<String>,
+}
+
+/// Where stage output goes: the terminal (verbose) or the demo log.
+struct Stages {
+    verbose: bool,
+    log: Option<File>,
+    path: PathBuf,
+}
+
+impl Stages {
+    fn open(verbose: bool) -> Stages {
+        let path = PathBuf::from(LOG);
+        let log = if verbose {
+            None
+        } else {
+            let _ = std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")));
+            File::create(&path).ok()
+        };
+        Stages { verbose, log, path }
+    }
+
+    /// Runs one stage's command; prints `<done> <seconds>` or the failure and the log's tail.
+    fn run(&mut self, cmd: &mut Command, done: &str, failed: &str) -> bool {
+        let started = Instant::now();
+        let status = match &mut self.log {
+            Some(log) => {
+                let _ = writeln!(log, "\n$ {:?}", cmd);
+                let (out, err) = match (log.try_clone(), log.try_clone()) {
+                    (Ok(a), Ok(b)) => (Stdio::from(a), Stdio::from(b)),
+                    _ => (Stdio::null(), Stdio::null()),
+                };
+                cmd.stdout(out).stderr(err).status()
+            }
+            None => cmd.status(),
+        };
+        let ok = matches!(status, Ok(s) if s.success());
+        if ok {
+            step(&format!("{done} {:.1} s", started.elapsed().as_secs_f64()));
+        } else {
+            match status {
+                Err(e) => eprintln!("error: {failed}: cannot run {:?}: {e}", cmd.get_program()),
+                Ok(s) => eprintln!("error: {failed} ({s})"),
+            }
+            self.show_tail();
+        }
+        ok
+    }
+
+    fn show_tail(&mut self) {
+        if self.verbose {
+            return;
+        }
+        let Some(log) = &mut self.log else { return };
+        let mut text = String::new();
+        if log.seek(SeekFrom::Start(0)).is_ok() {
+            let _ = File::open(&self.path).and_then(|mut f| f.read_to_string(&mut text));
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        eprintln!("last lines of {}:", self.path.display());
+        for line in &lines[lines.len().saturating_sub(TAIL_LINES)..] {
+            eprintln!("  {}", crate::text::sanitize(line));
+        }
+    }
 }
 
 pub fn run(args: DemoArgs) -> i32 {
@@ -33,29 +107,43 @@ pub fn run(args: DemoArgs) -> i32 {
     drop(runtime);
     let tokens: Vec<(String, String)> = ["NATIVE_TOKEN", "LEGACY_TOKEN", "MODERN_TOKEN", "GITEA_TOKEN", "WIKI_TOKEN"]
         .iter()
-        .map(|name| (name.to_string(), format!("demo-{}", hex::encode(rand::random::<[u8; 16]>()))))
+        .map(|name| (name.to_string(), hex::encode(rand::random::<[u8; 16]>())))
         .collect();
     let mut env = tokens.clone();
     env.push(("CORDON_SUBNET".into(), SUBNET.into()));
+    let mut stages = Stages::open(args.verbose);
+    if !args.verbose {
+        step(&format!("output of image builds and compose goes to {LOG} (--verbose shows it here)"));
+    }
 
-    step("building the fixture images (docker/build-images.sh)");
-    if !status(Command::new("bash").arg("docker/build-images.sh")) {
-        eprintln!("error: building the images failed (see above)");
+    if !stages.run(Command::new("bash").arg("docker/build-images.sh"), "images ready", "building the images failed") {
         return exit::INFRASTRUCTURE;
     }
-    step(&format!("deploying the reference stack as compose project `{PROJECT}` on {SUBNET}.0.0/16"));
-    if !status(compose(&env).args(["up", "-d", "--no-build", "--remove-orphans"])) {
-        eprintln!("error: docker-compose up failed (see above)");
-        let _ = status(compose(&env).args(["down", "-v", "-t", "1"]));
+    let started = Instant::now();
+    if !stages.run(compose(&env).args(["up", "-d", "--no-build", "--remove-orphans"]), "stack up", "docker-compose up failed") {
+        stages.run(compose(&env).args(["down", "-v", "-t", "1"]), "torn down", "docker-compose down failed");
         return exit::INFRASTRUCTURE;
     }
-    step("running suites/compose.yaml against scenarios/reference.yaml");
-    let started = std::time::Instant::now();
+    let containers = count_containers();
+    step(&format!("reference stack `{PROJECT}` on {SUBNET}.0.0/16: {containers} containers after {:.1} s; running suites/compose.yaml", started.elapsed().as_secs_f64()));
+    let suite_started = Instant::now();
     let exe = std::env::current_exe().expect("path of the running cordon binary");
     let suite =
         ["compose", "--project", PROJECT, "--scenario", "scenarios/reference.yaml", "--suite", "suites/compose.yaml"];
-    let child =
-        Command::new(exe).args(suite).args(&args.extra).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str()))).spawn();
+    let mut child = Command::new(exe);
+    child.args(suite).args(&args.extra).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let chose_format = args.extra.iter().any(|a| a.starts_with("--format") || a == "-q" || a == "--quiet" || a == "--list");
+    if !args.verbose && !chose_format {
+        // One dot per check keeps a passing demo on one screen; failures still print in full.
+        child.args(["--format", "terse"]);
+    }
+    if !args.verbose
+        && let Some(log) = stages.log.as_ref().and_then(|l| l.try_clone().ok())
+    {
+        // The suite's notes (discovery, waiting) go to the log; its results to the console.
+        child.stderr(Stdio::from(log));
+    }
+    let child = child.spawn();
     // Ctrl-C stops the suite (the child), not the demo: the stack must still come down.
     // SIGINT is ignored only after the spawn, so the child keeps the default.
     // SAFETY: no other thread of this process installs signal handlers.
@@ -68,32 +156,45 @@ pub fn run(args: DemoArgs) -> i32 {
         // SAFETY: as above; restores the disposition found before.
         let _ = unsafe { signal(Signal::SIGINT, handler) };
     }
-    step(&format!("suite finished in {:.1}s with exit code {code}", started.elapsed().as_secs_f64()));
+    if code == exit::USAGE || code == exit::INFRASTRUCTURE {
+        stages.show_tail();
+    }
+    print_matrix();
+    step(&format!("suite finished in {:.1} s with exit code {code}; reports in results/ (report.html has the reach matrix)", suite_started.elapsed().as_secs_f64()));
     if args.keep {
+        let vars: Vec<String> = env.iter().map(|(k, _)| format!("{k}=x")).collect();
         step(&format!(
-            "keeping the stack; tear it down with: CORDON_SUBNET={SUBNET} NATIVE_TOKEN=x LEGACY_TOKEN=x MODERN_TOKEN=x GITEA_TOKEN=x WIKI_TOKEN=x docker-compose -p {PROJECT} -f {COMPOSE_FILE} down -v"
+            "keeping the stack; tear it down with: {} docker-compose -p {PROJECT} -f {COMPOSE_FILE} down -v",
+            vars.join(" ")
         ));
     } else {
-        step("tearing the stack down");
-        let _ = status(compose(&env).args(["down", "-v", "--remove-orphans", "-t", "1"]));
+        stages.run(compose(&env).args(["down", "-v", "--remove-orphans", "-t", "1"]), "torn down", "docker-compose down failed");
     }
     code
+}
+
+/// The reach matrix of the run just finished, read back from its report.
+fn print_matrix() {
+    let Ok(text) = std::fs::read_to_string("results/report.json") else { return };
+    let Ok(report) = crate::model::RunReport::from_json(&text) else { return };
+    let matrix = crate::matrix::Matrix::from_report(&report);
+    if !matrix.is_empty() {
+        eprintln!("\nreach matrix (rows: clients; columns: providers and the apps behind sidecars):\n{}", matrix.to_text());
+    }
+}
+
+fn count_containers() -> usize {
+    Command::new("docker")
+        .args(["ps", "-q", "--filter", &format!("label=com.docker.compose.project={PROJECT}")])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+        .unwrap_or(0)
 }
 
 fn compose(env: &[(String, String)]) -> Command {
     let mut cmd = Command::new("docker-compose");
     cmd.args(["-p", PROJECT, "-f", COMPOSE_FILE]).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     cmd
-}
-
-fn status(cmd: &mut Command) -> bool {
-    match cmd.status() {
-        Ok(s) => s.success(),
-        Err(e) => {
-            eprintln!("error: cannot run {:?}: {e}", cmd.get_program());
-            false
-        }
-    }
 }
 
 fn step(text: &str) {

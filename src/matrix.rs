@@ -72,6 +72,40 @@ pub struct Matrix {
 }
 
 impl Matrix {
+    /// The matrix as plain text for a terminal: one row per client.
+    pub fn to_text(&self) -> String {
+        let titles: Vec<String> = self.columns.iter().map(Column::title).collect();
+        let first = self.clients.iter().map(|c| c.chars().count()).max().unwrap_or(0).max("client".len());
+        let widths: Vec<usize> = titles.iter().map(|t| t.chars().count().max(10)).collect();
+        let mut out = format!("{:<first$}", "client");
+        for (t, w) in titles.iter().zip(&widths) {
+            out.push_str(&format!("  {t:<w$}"));
+        }
+        out.push('\n');
+        for client in &self.clients {
+            out.push_str(&format!("{client:<first$}"));
+            for (col, w) in self.columns.iter().zip(&widths) {
+                let label = match self.cell(client, col) {
+                    Some(c) => c.label(),
+                    None if col.disabled.is_some() => "dark?",
+                    None => "·",
+                };
+                out.push_str(&format!("  {label:<w$}"));
+            }
+            out.push('\n');
+        }
+        let disabled: Vec<String> = self
+            .columns
+            .iter()
+            .filter_map(|c| c.disabled.map(|v| format!("{} (disabled): {}", c.title(), if v == Verdict::Passed { "dark" } else { v.as_str() })))
+            .collect();
+        if !disabled.is_empty() {
+            out.push_str(&disabled.join("; "));
+            out.push('\n');
+        }
+        crate::text::sanitize_lines(&out)
+    }
+
     pub fn cell(&self, client: &str, column: &Column) -> Option<&Cell> {
         self.cells.get(&(client.to_string(), column.title()))
     }

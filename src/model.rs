@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{Family, Mode};
 use crate::exit;
@@ -69,7 +69,7 @@ impl fmt::Display for CheckName {
 
 /// Stable codes for every rule a check can find broken. Reporters and tests key on
 /// these; the message beside them is for people.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FindingKind {
     // route / session resolution
@@ -127,12 +127,12 @@ impl FindingKind {
 }
 
 /// One broken rule, with the facts it rests on (addresses, ports, statuses, names).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     pub kind: FindingKind,
     /// The sentence a reporter shows, built from the facts.
     pub message: String,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub facts: BTreeMap<String, String>,
 }
 
@@ -202,7 +202,7 @@ pub fn reason_of(findings: &[Finding]) -> String {
     findings.iter().map(|f| f.message.as_str()).collect::<Vec<_>>().join("; ")
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Passed,
@@ -230,31 +230,31 @@ impl Verdict {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CheckResult {
     pub name: String,
     pub family: Family,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
     pub verdict: Verdict,
     /// Why it failed, was skipped or is known to fail; empty when it passed.
     pub reason: String,
     /// The broken rules behind a failure (or a known failure), typed.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<Finding>,
     pub evidence: Vec<String>,
     /// Observations that did not repeat (e.g. a connect the engine let through for a
     /// moment): recorded, not judged.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transient: Vec<String>,
     pub attempts: u32,
     /// The check's own time: its attempts, not the time it waited for a slot.
-    #[serde(serialize_with = "as_seconds")]
+    #[serde(serialize_with = "as_seconds", deserialize_with = "from_seconds")]
     pub duration: Duration,
     /// Time spent waiting for a concurrency slot, apart.
-    #[serde(serialize_with = "as_seconds")]
+    #[serde(default, serialize_with = "as_seconds", deserialize_with = "from_seconds")]
     pub queued: Duration,
 }
 
@@ -282,14 +282,19 @@ fn as_seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
     s.serialize_f64((d.as_secs_f64() * 1000.0).round() / 1000.0)
 }
 
-#[derive(Debug, Clone, Serialize)]
+fn from_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = f64::deserialize(d)?;
+    Duration::try_from_secs_f64(s).map_err(serde::de::Error::custom)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {
     pub scenario: String,
     pub suite: String,
     pub mode: Mode,
-    #[serde(serialize_with = "as_unix_seconds")]
+    #[serde(serialize_with = "as_unix_seconds", deserialize_with = "from_unix_seconds")]
     pub started_at: SystemTime,
-    #[serde(serialize_with = "as_seconds")]
+    #[serde(serialize_with = "as_seconds", deserialize_with = "from_seconds")]
     pub duration: Duration,
     pub results: Vec<CheckResult>,
     /// Checks planned but left out by the name filter.
@@ -298,6 +303,18 @@ pub struct RunReport {
 
 fn as_unix_seconds<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(t.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0))
+}
+
+fn from_unix_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+    Ok(SystemTime::UNIX_EPOCH + Duration::from_secs(u64::deserialize(d)?))
+}
+
+impl RunReport {
+    /// Reads back the `report` part of a `report.json` cordon wrote.
+    pub fn from_json(text: &str) -> Result<RunReport, String> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        serde_json::from_value(value["report"].clone()).map_err(|e| e.to_string())
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -44,6 +44,11 @@ pub fn sanitize(s: &str) -> String {
     out
 }
 
+/// Multi-line text with each line sanitized (line breaks kept).
+pub fn sanitize_lines(text: &str) -> String {
+    text.split('\n').map(sanitize).collect::<Vec<_>>().join("\n")
+}
+
 /// Does this look like binary rather than text? NUL bytes, invalid UTF-8 beyond a cut
 /// multi-byte tail, or many control bytes.
 pub fn is_binary(bytes: &[u8]) -> bool {
