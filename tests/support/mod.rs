@@ -2,3 +2,4 @@ pub mod docker;
 pub mod harness;
 pub mod peers;
 pub mod stack;
+pub mod hostile;
