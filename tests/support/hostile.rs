@@ -98,8 +98,16 @@ pub struct Measured {
     pub stdout: String,
     pub stderr: String,
     pub wall: Duration,
-    /// Peak resident set size of the child, in KiB (`ru_maxrss`).
+    /// Peak resident set size of the child, in KiB: its `VmHWM`, polled every 5 ms.
+    /// (`wait4`'s `ru_maxrss` is no use here: exec records the pre-exec address space's
+    /// peak, which for a spawned child is the test process's own.)
     pub max_rss_kib: i64,
+}
+
+fn vm_hwm_kib(pid: u32) -> Option<i64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Runs `cmd` to its end (killing it after `limit`), measuring wall time and peak RSS.
@@ -115,32 +123,27 @@ pub fn run_measured(mut cmd: Command, limit: Duration) -> Measured {
     };
     let out = drain(Box::new(child.stdout.take().expect("piped")));
     let err = drain(Box::new(child.stderr.take().expect("piped")));
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut peak = 0;
     let mut killed = false;
-    loop {
-        // SAFETY: `pid` is our own unreaped child; the pointers are valid for the call.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break;
+    let status = loop {
+        // Sampled before the exit check, so the last sample is as late as it can be.
+        peak = peak.max(vm_hwm_kib(child.id()).unwrap_or(0));
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
         }
-        assert!(r == 0, "wait4 failed: {}", std::io::Error::last_os_error());
         if !killed && started.elapsed() > limit {
             let _ = child.kill();
             killed = true;
         }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        std::thread::sleep(Duration::from_millis(5));
+    };
     let wall = started.elapsed();
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -libc::WTERMSIG(status) };
     Measured {
-        code: if killed { -9 } else { code },
+        code: if killed { -9 } else { status.code().unwrap_or(-1) },
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
         wall,
-        max_rss_kib: usage.ru_maxrss,
+        max_rss_kib: peak,
     }
 }
 
