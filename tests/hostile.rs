@@ -100,7 +100,14 @@ fn run_mode(mode: &str, declared: Declared, suite: &str) -> Outcome {
                 allowlist: &["add", "echo"],
                 extra: ADD_READ,
             },
-            ProviderYaml { id: "bad", url: &bad_url, sse, credential: "bad", allowlist: &["add", "echo"], extra: &extra },
+            ProviderYaml {
+                id: "bad",
+                url: &bad_url,
+                sse,
+                credential: "bad",
+                allowlist: &["add", "echo"],
+                extra: &extra,
+            },
         ],
     );
     let suite_path = fixture.write("suite.yaml", suite);
@@ -188,10 +195,17 @@ fn every_hostile_mode_is_judged_for_its_reason(
             U(f) => ("unreachable", f),
         };
         if verdict != want_verdict || !reason.contains(fragment) {
-            problems.push(format!("{name}: {verdict} ({reason}), want {want_verdict} with {fragment:?}\nevidence:\n{evidence}"));
+            problems.push(format!(
+                "{name}: {verdict} ({reason}), want {want_verdict} with {fragment:?}\nevidence:\n{evidence}"
+            ));
         }
     }
-    eprintln!("MEASURED {mode} | exit {} | wall {:.2}s | rss {} KiB", run.code, run.wall.as_secs_f64(), run.max_rss_kib);
+    eprintln!(
+        "MEASURED {mode} | exit {} | wall {:.2}s | rss {} KiB",
+        run.code,
+        run.wall.as_secs_f64(),
+        run.max_rss_kib
+    );
     if run.code != exit {
         problems.push(format!("exit {} (want {exit})", run.code));
     }
@@ -204,24 +218,41 @@ fn every_hostile_mode_is_judged_for_its_reason(
     let console = format!("{}{}", run.stdout, run.stderr);
     let leaks = scan_outputs(&console, &out.results, &[("valid", BAD_TOKEN), ("reference", GOOD_TOKEN)]);
     problems.extend(leaks.into_iter().map(|l| format!("OUTPUT {l}")));
-    assert!(problems.is_empty(), "{mode}:\n{}\n--- stdout:\n{}\n--- stderr:\n{}", problems.join("\n"), run.stdout, run.stderr);
+    assert!(
+        problems.is_empty(),
+        "{mode}:\n{}\n--- stdout:\n{}\n--- stderr:\n{}",
+        problems.join("\n"),
+        run.stdout,
+        run.stderr
+    );
 }
 
 /// The run's deadline: with a provider that never answers (or drips forever) and a 15 s
 /// deadline, the run ends by deadline + one exchange limit + 1 s, those checks unreachable.
 #[rstest]
-#[case::silent("silent")]
-#[case::drip_headers("drip-headers")]
-#[case::drip_json("drip-json")]
-fn a_provider_that_never_answers_ends_the_run_by_the_deadline(#[case] mode: &str) {
+#[case::silent("silent", &ASPECTS)]
+#[case::drip_headers("drip-headers", &ASPECTS)]
+// Only the listing drips: the other checks get their answers within the deadline.
+#[case::drip_json("drip-json", &["tools"])]
+fn a_provider_that_never_answers_ends_the_run_by_the_deadline(#[case] mode: &str, #[case] stuck: &[&str]) {
     let suite = "mode: host\nfamilies: [contract]\ntimeouts: { connect: 2s, read: 2s, exchange: 5s, deadline: 15s, retry_interval: 500ms, sse_max_duration: 3s }\n";
     let out = run_mode(mode, Declared::Streamable, suite);
     let bound = Duration::from_secs(15 + 5 + 1);
-    eprintln!("MEASURED deadline {mode} | exit {} | wall {:.2}s | rss {} KiB", out.run.code, out.run.wall.as_secs_f64(), out.run.max_rss_kib);
+    eprintln!(
+        "MEASURED deadline {mode} | exit {} | wall {:.2}s | rss {} KiB",
+        out.run.code,
+        out.run.wall.as_secs_f64(),
+        out.run.max_rss_kib
+    );
     for aspect in ASPECTS {
         let (verdict, reason, _) = out.check(&format!("contract::bad::{aspect}"));
-        assert_eq!(verdict, "unreachable", "{aspect}: {reason}");
-        assert!(reason.contains("15s deadline"), "{aspect}: {reason}");
+        eprintln!("OBSERVED deadline {mode} | contract::bad::{aspect} | {verdict} | {reason}");
+        if stuck.contains(&aspect) {
+            assert_eq!(verdict, "unreachable", "{aspect}: {reason}");
+            assert!(reason.contains("15s deadline"), "{aspect}: {reason}");
+        } else {
+            assert_eq!(verdict, "passed", "{aspect}: {reason}");
+        }
     }
     assert_eq!(out.run.code, 3, "{}", out.run.stdout);
     assert!(out.run.wall <= bound, "took {:?}, over {bound:?}", out.run.wall);

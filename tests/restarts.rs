@@ -153,18 +153,20 @@ fn a_paused_provider_ends_the_run_unreachable_by_the_bound() {
     assert_eq!(out.status.code(), Some(3), "unreachable is an infrastructure error\n{stdout}\n{stderr}");
 
     let all = verdicts(&report_of(&results));
-    let native_checks: Vec<_> =
-        all.iter().filter(|(n, _, _)| n.starts_with("contract::native::") || n.starts_with("session::") && n.ends_with("->native")).collect();
+    let native_checks: Vec<_> = all
+        .iter()
+        .filter(|(n, _, _)| {
+            n.starts_with("contract::native::") || n.starts_with("session::") && n.ends_with("->native")
+        })
+        .collect();
     assert!(native_checks.len() >= 6, "{all:#?}");
     for (name, verdict, reason) in &native_checks {
         eprintln!("observed: {name}: {verdict}: {reason}");
         assert_eq!(verdict, "unreachable", "{name}: {reason}");
         assert!(reason.contains("15s deadline"), "{name}: {reason}");
     }
-    let others: Vec<_> = all
-        .iter()
-        .filter(|(n, v, _)| v != "passed" && !native_checks.iter().any(|(m, _, _)| m == n))
-        .collect();
+    let others: Vec<_> =
+        all.iter().filter(|(n, v, _)| v != "passed" && !native_checks.iter().any(|(m, _, _)| m == n)).collect();
     assert!(others.is_empty(), "only the paused provider's checks may be unreachable: {others:#?}");
     drop(stack);
     assert_nothing_left(&project);

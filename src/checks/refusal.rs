@@ -17,7 +17,7 @@ use serde_json::json;
 use super::session::ErrorSeen;
 use super::{contract_vantage, run_at};
 use crate::config::{Provider, Refusal};
-use crate::mcp::{Ask, EntryPoint, Endpoint, Era, Exchange, Limits, McpClient, Transport};
+use crate::mcp::{Ask, Endpoint, EntryPoint, Era, Exchange, Limits, McpClient, Transport};
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::runner::{Probe, RunContext};
 use crate::secret::Secret;
@@ -127,13 +127,11 @@ impl Probe for RefusalCheck {
                 Ok(o) => o,
                 Err(attempt) => return attempt,
             };
-            let rule = RefusalRule {
-                refusal: provider.refusal,
-                bearer_label: describe(self.bearer),
-                shared_with,
-            };
+            let rule = RefusalRule { refusal: provider.refusal, bearer_label: describe(self.bearer), shared_with };
             let mut attempt = judge(&observations, &rule);
-            if let Attempt::Pass { evidence } | Attempt::Fail { evidence, .. } | Attempt::NotReady { evidence, .. } = &mut attempt {
+            if let Attempt::Pass { evidence } | Attempt::Fail { evidence, .. } | Attempt::NotReady { evidence, .. } =
+                &mut attempt
+            {
                 evidence.insert(0, format!("probed from {}", vantage.label));
             }
             attempt
@@ -172,7 +170,11 @@ impl RefusalCheck {
                         shared.push(other.id.clone());
                     } else if seen.insert(secret.expose().to_string()) {
                         presented.push(Presented {
-                            label: format!("another provider's valid bearer ({}, of provider {})", secret.label(), other.id),
+                            label: format!(
+                                "another provider's valid bearer ({}, of provider {})",
+                                secret.label(),
+                                other.id
+                            ),
                             secret: Some(secret.clone()),
                         });
                     }
@@ -243,7 +245,9 @@ fn session_asks(provider: &Provider, session_id: Option<&str>, message_url: Opti
     if let Some(id) = session_id {
         asks.push(Ask::new(EntryPoint::ToolsList).with_session(id, "the valid session"));
         if let Some((tool, args)) = &call {
-            asks.push(Ask::new(EntryPoint::ToolsCall).calling(tool, args.clone()).with_session(id, "the valid session"));
+            asks.push(
+                Ask::new(EntryPoint::ToolsCall).calling(tool, args.clone()).with_session(id, "the valid session"),
+            );
         }
     }
     if let Some(url) = message_url {
@@ -272,8 +276,14 @@ async fn observe_replica(
     presented: Vec<Presented>,
     limits: Limits,
 ) -> ReplicaRefusal {
-    let mut names: BTreeSet<String> = provider.tools.allowlist.iter().chain(&provider.tools.mutating).cloned().collect();
-    let mut out = ReplicaRefusal { replica, valid: Err(ErrorSeen { text: String::new(), not_ready: false }), control: vec![], probes: vec![] };
+    let mut names: BTreeSet<String> =
+        provider.tools.allowlist.iter().chain(&provider.tools.mutating).cloned().collect();
+    let mut out = ReplicaRefusal {
+        replica,
+        valid: Err(ErrorSeen { text: String::new(), not_ready: false }),
+        control: vec![],
+        probes: vec![],
+    };
     let valid_client = match McpClient::new(endpoint.clone(), Some(valid), limits.clone()) {
         Ok(c) => c,
         Err(e) => {
@@ -307,7 +317,10 @@ async fn observe_replica(
         let client = match McpClient::new(endpoint.clone(), bearer.secret, limits.clone()) {
             Ok(c) => c,
             Err(e) => {
-                out.probes.push((bearer.label, vec![Try { ask: Ask::new(EntryPoint::Initialize), outcome: Err((&e).into()) }]));
+                out.probes.push((
+                    bearer.label,
+                    vec![Try { ask: Ask::new(EntryPoint::Initialize), outcome: Err((&e).into()) }],
+                ));
                 continue;
             }
         };
@@ -363,7 +376,10 @@ fn classify(e: &Exchange, control: Option<&Try>, refusal: Refusal) -> Verdict {
     if let Some(why) = &e.body.undecodable {
         return finding(
             FindingKind::Undecodable,
-            format!("answered {} with a body cordon cannot read ({why}): a refusal that cannot be read is not proof of one", e.status),
+            format!(
+                "answered {} with a body cordon cannot read ({why}): a refusal that cannot be read is not proof of one",
+                e.status
+            ),
         );
     }
     let served_kind = match at.session_from.as_deref() {
@@ -393,11 +409,15 @@ fn classify(e: &Exchange, control: Option<&Try>, refusal: Refusal) -> Verdict {
         401 | 403 if e.body.endpoint_event => served("but handed out a message endpoint"),
         401 | 403 => Verdict::Refused,
         404 | 405 if at.entry == EntryPoint::SseGet => Verdict::Refused,
-        200..=299 if e.is_html() => finding(FindingKind::NotRefused, format!("answered {} with an HTML page, not a refusal", e.status)),
+        200..=299 if e.is_html() => {
+            finding(FindingKind::NotRefused, format!("answered {} with an HTML page, not a refusal", e.status))
+        }
         200..=299 if e.body.endpoint_event => served("and handed out a message endpoint (a session)"),
         200..=299 if e.body.has_result() => served("with a result"),
         200..=299 if at.entry == EntryPoint::SseGet && e.is_event_stream() => served("and opened an event stream"),
-        200..=299 if e.body.has_error() && refusal == Refusal::JsonrpcError && e.session_id.is_none() => Verdict::Refused,
+        200..=299 if e.body.has_error() && refusal == Refusal::JsonrpcError && e.session_id.is_none() => {
+            Verdict::Refused
+        }
         200..=299 if e.body.has_error() && refusal == Refusal::HttpStatus => finding(
             FindingKind::NotRefused,
             format!(
@@ -527,7 +547,9 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
 fn group(findings: Vec<Finding>) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     for f in findings {
-        let key = |x: &Finding| (x.kind, x.message.split(" was not refused: ").next().map(str::to_string), x.facts.get("replica").cloned());
+        let key = |x: &Finding| {
+            (x.kind, x.message.split(" was not refused: ").next().map(str::to_string), x.facts.get("replica").cloned())
+        };
         match out.iter_mut().find(|o| key(o) == key(&f) && f.message.contains(" was not refused: ")) {
             Some(first) => {
                 let entry = f.facts.get("entry").cloned().unwrap_or_default();

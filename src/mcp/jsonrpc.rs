@@ -2,8 +2,8 @@
 //! server sends on the same channel (notifications, its own requests, replies to other
 //! ids, batches).
 
-use serde::de::{Deserializer, IgnoredAny};
 use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny};
 use serde_json::{Value, json};
 
 pub(crate) fn request(id: u64, method: &str, params: Value) -> Value {
@@ -302,7 +302,10 @@ mod tests {
     #[test]
     fn reply_ids_for_routing() {
         assert_eq!(reply_ids(br#"{"jsonrpc":"2.0","id":5,"result":{}}"#).unwrap(), vec![5]);
-        assert_eq!(reply_ids(br#"[{"id":5,"result":{}},{"id":"6","error":{}},{"id":7,"method":"x"}]"#).unwrap(), vec![5, 6]);
+        assert_eq!(
+            reply_ids(br#"[{"id":5,"result":{}},{"id":"6","error":{}},{"id":7,"method":"x"}]"#).unwrap(),
+            vec![5, 6]
+        );
         assert!(reply_ids(b"not json").is_err());
     }
 

@@ -214,7 +214,13 @@ async fn post_and_wait(
 ) -> Result<Reply, McpError> {
     let url = &stream.message_url;
     let body = jsonrpc::request(id, method, params);
-    http::within(&client.limits, url.as_str(), "the whole exchange", post_and_read(client, stream, url, id, rx, method, &body)).await
+    http::within(
+        &client.limits,
+        url.as_str(),
+        "the whole exchange",
+        post_and_read(client, stream, url, id, rx, method, &body),
+    )
+    .await
 }
 
 async fn post_and_read(
@@ -250,7 +256,9 @@ async fn post_and_read(
         }
     };
     match jsonrpc::scan(text.as_bytes(), id).ok().and_then(|s| s.reply) {
-        Some(reply) => reply.map(|()| Reply { text: text.into_bytes(), id }).map_err(|e| streamable::reply_error(method, e)),
+        Some(reply) => {
+            reply.map(|()| Reply { text: text.into_bytes(), id }).map_err(|e| streamable::reply_error(method, e))
+        }
         None => {
             Err(McpError::Protocol { detail: format!("{method}: routed a message that is not the reply to id {id}") })
         }

@@ -262,7 +262,9 @@ pub(crate) async fn connect(client: &McpClient, era: EraChoice) -> Result<Sessio
     let (params, headers) = modern("server/discover", json!({}));
     let discovered = match era {
         EraChoice::Auto => post_request(client, url, "server/discover", params, headers).await,
-        EraChoice::Handshake => Err(McpError::JsonRpc { method: "server/discover".into(), code: 0, message: "skipped".into() }),
+        EraChoice::Handshake => {
+            Err(McpError::JsonRpc { method: "server/discover".into(), code: 0, message: "skipped".into() })
+        }
     };
     match discovered {
         Ok((reply, _)) => {

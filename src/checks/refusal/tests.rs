@@ -27,7 +27,11 @@ fn result_body() -> BodyFacts {
 }
 
 fn error_body() -> BodyFacts {
-    BodyFacts { ended: true, messages: vec![RpcFacts { result: false, error_code: Some(-32001) }], ..Default::default() }
+    BodyFacts {
+        ended: true,
+        messages: vec![RpcFacts { result: false, error_code: Some(-32001) }],
+        ..Default::default()
+    }
 }
 
 fn asks() -> Vec<Ask> {
@@ -162,7 +166,11 @@ fn an_id_a_refusal_handed_out_must_not_serve() {
 /// the disclosure named with it (seen on a server whose session ids ignore the bearer).
 #[rstest]
 #[case::valid_session("the valid session", FindingKind::SessionNotBound, "the session is not bound to its bearer")]
-#[case::handed_out("an id a refusal handed out", FindingKind::RefusalSessionServes, "the id a refusal handed out serves")]
+#[case::handed_out(
+    "an id a refusal handed out",
+    FindingKind::RefusalSessionServes,
+    "the id a refusal handed out serves"
+)]
 fn a_borrowed_session_that_lists_tools_is_its_session_class(
     #[case] from: &str,
     #[case] kind: FindingKind,
@@ -177,18 +185,25 @@ fn a_borrowed_session_that_lists_tools_is_its_session_class(
     let attempt = judge(&[o], &rule());
     assert_eq!(kinds(&attempt), vec![kind]);
     let Attempt::Fail { findings, .. } = attempt else { unreachable!() };
-    assert!(findings[0].message.contains(says) && findings[0].message.contains("disclosing tool name(s) add"), "{}", findings[0].message);
+    assert!(
+        findings[0].message.contains(says) && findings[0].message.contains("disclosing tool name(s) add"),
+        "{}",
+        findings[0].message
+    );
 }
 
 #[test]
 fn a_jsonrpc_error_is_a_refusal_where_the_scenario_says_so() {
-    let o = with_answer(|a| a.entry == EntryPoint::Initialize, |a| {
-        let mut e = ex(a, 200);
-        e.body = error_body();
-        e
-    });
+    let o = with_answer(
+        |a| a.entry == EntryPoint::Initialize,
+        |a| {
+            let mut e = ex(a, 200);
+            e.body = error_body();
+            e
+        },
+    );
     let rule = RefusalRule { refusal: Refusal::JsonrpcError, ..rule() };
-    assert!(judge(&[o.clone()], &rule).is_pass());
+    assert!(judge(std::slice::from_ref(&o), &rule).is_pass());
     // ... but not one that comes with a session id.
     let mut o = o;
     if let Ok(e) = &mut o.probes[0].1[0].outcome {
