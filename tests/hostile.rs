@@ -161,7 +161,7 @@ fn run_mode(mode: &str, declared: Declared, suite: &str) -> Outcome {
 // Outputs (issue 9).
 #[case::hostile_names("hostile-names", Declared::Streamable, [F("outside the allowlist"), P, P, P, P], 1)]
 #[case::echo_secret("echo-secret", Declared::Streamable, [P, P, P, P, P], 0)]
-#[case::not_http("not-http", Declared::Streamable, [F("not HTTP"), F("not HTTP"), F("not HTTP"), F("not HTTP"), F("not HTTP")], 1)]
+#[case::not_http("not-http", Declared::Streamable, [F("not HTTP"), F("it sent: SSH-2.0-OpenSSH_9.6 hostile"), F("not HTTP"), F("not HTTP"), F("it sent: SSH-2.0")], 1)]
 #[case::gzip_text_plain("gzip-text-plain", Declared::Streamable, [F("not an mcp reply"), P, P, P, P], 1)]
 // Hangs (issue 9): each ends at the exchange limit, unreachable.
 // With a 0 s deadline a refusal check gets one attempt, which the dripping listing of its

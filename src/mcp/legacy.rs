@@ -161,7 +161,7 @@ pub(crate) async fn connect(client: &McpClient) -> Result<Session, McpError> {
 
 /// GETs the stream and reads up to its `endpoint` event.
 async fn open_stream(client: &McpClient, url: &Url, started: Instant) -> Result<(SseStream, Url), McpError> {
-    let (mut resp, hops) = http::send(sse_get(client), url.as_str(), &client.limits).await?;
+    let (mut resp, hops) = http::send(sse_get(client), url.as_str(), &client.limits, client.endpoint.pin).await?;
     client.record_hops(hops);
     let head = Head::of(&resp);
     streamable::reject_non_success(client, &mut resp, &head, "SSE GET", url).await?;
@@ -232,8 +232,13 @@ async fn post_and_read(
     method: &str,
     body: &Value,
 ) -> Result<Reply, McpError> {
-    let (mut resp, hops) =
-        http::send(streamable::post(client, url, body, &Headers::new()), url.as_str(), &client.limits).await?;
+    let (mut resp, hops) = http::send(
+        streamable::post(client, url, body, &Headers::new()),
+        url.as_str(),
+        &client.limits,
+        client.endpoint.pin,
+    )
+    .await?;
     client.record_hops(hops);
     let head = Head::of(&resp);
     streamable::reject_non_success(client, &mut resp, &head, method, url).await?;

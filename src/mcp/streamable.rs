@@ -150,7 +150,8 @@ pub(crate) async fn post_request(
     let body = jsonrpc::request(id, method, params);
     http::within(&client.limits, url.as_str(), "the whole exchange", async {
         let started = Instant::now();
-        let (mut resp, hops) = http::send(post(client, url, &body, &headers), url.as_str(), &client.limits).await?;
+        let (mut resp, hops) =
+            http::send(post(client, url, &body, &headers), url.as_str(), &client.limits, client.endpoint.pin).await?;
         client.record_hops(hops);
         let head = Head::of(&resp);
         reject_non_success(client, &mut resp, &head, method, url).await?;
@@ -234,7 +235,8 @@ pub(crate) async fn post_notification(
 ) -> Result<(), McpError> {
     let body = jsonrpc::notification(method, json!({}));
     http::within(&client.limits, url.as_str(), "the whole exchange", async {
-        let (mut resp, hops) = http::send(post(client, url, &body, &headers), url.as_str(), &client.limits).await?;
+        let (mut resp, hops) =
+            http::send(post(client, url, &body, &headers), url.as_str(), &client.limits, client.endpoint.pin).await?;
         client.record_hops(hops);
         let head = Head::of(&resp);
         reject_non_success(client, &mut resp, &head, method, url).await
@@ -346,7 +348,13 @@ pub(crate) async fn delete_session(client: &McpClient, session: &Session) {
     for (name, value) in session_headers(session) {
         req = req.header(name, value);
     }
-    let _ = http::within(&client.limits, url.as_str(), "DELETE", http::send(req, url.as_str(), &client.limits)).await;
+    let _ = http::within(
+        &client.limits,
+        url.as_str(),
+        "DELETE",
+        http::send(req, url.as_str(), &client.limits, client.endpoint.pin),
+    )
+    .await;
 }
 
 #[cfg(test)]
