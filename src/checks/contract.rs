@@ -338,7 +338,7 @@ mod tests {
     fn tools(names: &[&str]) -> Vec<Tool> {
         names
             .iter()
-            .map(|n| Tool { name: n.to_string(), description: None, input_schema: json!({"type": "object"}) })
+            .map(|n| Tool { name: n.to_string(), description: None, input_schema: json!({"type": "object"}).into() })
             .collect()
     }
 

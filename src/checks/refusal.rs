@@ -362,13 +362,16 @@ fn classify(e: &Exchange, control: Option<&Try>, refusal: Refusal) -> Verdict {
     let finding = |kind: FindingKind, message: String| {
         Verdict::Broken(Finding::new(kind, format!("{at}: {message}")).fact("entry", at).fact("status", e.status))
     };
-    if e.body.discloses() {
-        let what = if e.body.names.is_empty() {
-            "a tool inventory".to_string()
-        } else {
-            format!("tool name(s) {}", crate::text::name_list(e.body.names.iter().map(String::as_str), 20))
-        };
-        return finding(FindingKind::ToolsDisclosed, format!("answered {} and disclosed {what}", e.status));
+    let disclosed = if e.body.names.is_empty() {
+        "a tool inventory".to_string()
+    } else {
+        format!("tool name(s) {}", crate::text::name_list(e.body.names.iter().map(String::as_str), 20))
+    };
+    // A borrowed session that serves is its own class (not bound, or handed out by a
+    // refusal); what it disclosed is told with it.
+    let borrowed_session = at.session_from.is_some() && (200..300).contains(&e.status);
+    if e.body.discloses() && !borrowed_session {
+        return finding(FindingKind::ToolsDisclosed, format!("answered {} and disclosed {disclosed}", e.status));
     }
     if let Some(why) = &e.body.undecodable {
         return finding(
@@ -390,7 +393,8 @@ fn classify(e: &Exchange, control: Option<&Try>, refusal: Refusal) -> Verdict {
             FindingKind::RefusalSessionServes => ": the id a refusal handed out serves requests",
             _ => "",
         };
-        finding(served_kind, format!("answered {} {what}{why}", e.status))
+        let and_disclosed = if e.body.discloses() { format!(" (disclosing {disclosed})") } else { String::new() };
+        finding(served_kind, format!("answered {} {what}{and_disclosed}{why}", e.status))
     };
     match e.status {
         300..=399 => finding(

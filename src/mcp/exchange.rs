@@ -236,7 +236,7 @@ pub(crate) async fn exchange(client: &McpClient, ask: &Ask, names: &BTreeSet<Str
                 ("POST", streamable::post(client, &url, &body, &headers))
             }
         };
-        let (mut resp, hops) = http::send(req, url.as_str(), &limits).await?;
+        let (mut resp, hops) = http::send(req, url.as_str(), &limits, client.endpoint.pin).await?;
         let head = Head::of(&resp);
         let mut excluded = names.clone();
         // The name the client itself sent is no disclosure when it comes back.

@@ -197,17 +197,31 @@ pub(crate) fn same_origin_target(from: &Url, status: u16, location: Option<&str>
 
 /// Sends `req`, following at most [`MAX_REDIRECTS`] same-origin 307/308 hops (they keep
 /// method, body and headers). Returns the final response and the hops followed.
+///
+/// When what came back is not HTTP, the first bytes of it are read again over a plain
+/// connection to `pin` (or to the URL's address literal) and quoted in the error.
 pub(crate) async fn send(
     req: reqwest::RequestBuilder,
     url: &str,
     limits: &Limits,
+    pin: Option<std::net::SocketAddr>,
 ) -> Result<(reqwest::Response, Vec<Hop>), McpError> {
     let mut hops = Vec::new();
     let mut req = req;
     let mut current = Url::parse(url).map_err(|e| McpError::Protocol { detail: format!("bad url {url}: {e}") })?;
     loop {
         let retry = req.try_clone();
-        let resp = req.send().await.map_err(|e| map_err(e, current.as_str(), "response headers", limits))?;
+        let resp = match req.send().await {
+            Ok(resp) => resp,
+            Err(e) if is_parse_error(&e) => {
+                let mut err = map_err(e, current.as_str(), "response headers", limits);
+                if let (McpError::Protocol { detail }, Some(seen)) = (&mut err, peek_raw(&current, pin, limits).await) {
+                    detail.push_str(&format!("; it sent: {seen}"));
+                }
+                return Err(err);
+            }
+            Err(e) => return Err(map_err(e, current.as_str(), "response headers", limits)),
+        };
         let location = resp.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()).map(str::to_string);
         let next = same_origin_target(&current, resp.status().as_u16(), location.as_deref());
         match (next, retry) {
@@ -226,6 +240,44 @@ pub(crate) async fn send(
             _ => return Ok((resp, hops)),
         }
     }
+}
+
+/// The first bytes a server sends to a plain HTTP/1.1 request, for evidence when what it
+/// sent cordon's HTTP client was not HTTP. Only plain http, only to an address cordon
+/// already talks to (the pin or an address literal: nothing is resolved here).
+async fn peek_raw(url: &Url, pin: Option<std::net::SocketAddr>, limits: &Limits) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if url.scheme() != "http" {
+        return None;
+    }
+    let port = url.port_or_known_default()?;
+    let ip = match (pin, url.host()?) {
+        (Some(p), _) => p.ip(),
+        (None, url::Host::Ipv4(ip)) => ip.into(),
+        (None, url::Host::Ipv6(ip)) => ip.into(),
+        (None, url::Host::Domain(_)) => return None,
+    };
+    let peek = async {
+        let mut s = tokio::net::TcpStream::connect((ip, port)).await.ok()?;
+        let host = url.host_str().unwrap_or("");
+        let head = format!("GET {} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n", url.path());
+        s.write_all(head.as_bytes()).await.ok()?;
+        let mut buf = vec![0u8; 256];
+        let mut got = 0;
+        while got < buf.len() {
+            // A server that sends a little and then holds the line still gets quoted.
+            match tokio::time::timeout(std::time::Duration::from_millis(500), s.read(&mut buf[got..])).await {
+                Ok(Ok(n)) if n > 0 => got += n,
+                _ => break,
+            }
+        }
+        buf.truncate(got);
+        (!buf.is_empty()).then(|| crate::text::body_excerpt(&buf, 160))
+    };
+    tokio::time::timeout(limits.connect_timeout + limits.read_timeout.min(std::time::Duration::from_secs(2)), peek)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// Undoes a `Content-Encoding` the server applied although cordon asked for identity,

@@ -2,6 +2,8 @@
 //! server sends on the same channel (notifications, its own requests, replies to other
 //! ids, batches).
 
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny};
 use serde_json::{Value, json};
 
 pub(crate) fn request(id: u64, method: &str, params: Value) -> Value {
@@ -74,6 +76,171 @@ pub(crate) fn match_reply(msg: &Value, id: u64) -> Option<Result<Value, ReplyErr
     Some(Ok(m.get("result").cloned().unwrap_or(Value::Null)))
 }
 
+/// One message as far as matching it to a request needs: read without building the tree
+/// of its `result`, which is skipped. A tools/list page of 4 MiB of small objects would
+/// otherwise cost tens of MB as a `Value` before anything looks at it.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    jsonrpc: Option<IgnoredString>,
+    #[serde(default, deserialize_with = "some_value")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: bool,
+    #[serde(default, deserialize_with = "present")]
+    result: bool,
+    #[serde(default, deserialize_with = "some_value")]
+    error: Option<Value>,
+}
+
+/// `"2.0"` or something else, without keeping a long string.
+#[derive(Default)]
+struct IgnoredString(bool);
+
+impl<'de> Deserialize<'de> for IgnoredString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        Ok(IgnoredString(v.as_str() == Some("2.0")))
+    }
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    IgnoredAny::deserialize(d)?;
+    Ok(true)
+}
+
+/// Present (even as `null`) is `Some`.
+fn some_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+impl Envelope {
+    /// [`match_reply`]'s rules, on the envelope.
+    fn reply_to(&self, id: u64) -> Option<Result<(), ReplyError>> {
+        if self.method {
+            return None;
+        }
+        let theirs = match &self.id {
+            Some(Value::Number(n)) => n.as_u64(),
+            Some(Value::String(s)) => s.parse().ok(),
+            _ => None,
+        };
+        let is_reply = (self.result || self.error.is_some()) && theirs == Some(id);
+        let null_id_error = self.id.as_ref().is_none_or(Value::is_null) && self.error.is_some();
+        if !is_reply && !null_id_error {
+            return None;
+        }
+        Some(match &self.error {
+            Some(err) => Err(rpc_error(err)),
+            None => Ok(()),
+        })
+    }
+}
+
+fn rpc_error(err: &Value) -> ReplyError {
+    let code = err.get("code").and_then(Value::as_i64);
+    let message = err.get("message").and_then(Value::as_str);
+    match code {
+        Some(code) => {
+            ReplyError::Rpc { code, message: message.unwrap_or("").to_string(), data: err.get("data").cloned() }
+        }
+        None => ReplyError::Malformed(format!("error object without an integer code: {err}")),
+    }
+}
+
+/// The text of the successful reply to request `id` (a body, an SSE event's data).
+pub(crate) struct Reply {
+    pub text: Vec<u8>,
+    pub id: u64,
+}
+
+impl Reply {
+    /// Its `result`, parsed.
+    pub fn result(self, method: &str) -> Result<Value, super::McpError> {
+        take_result(&self.text, self.id)
+            .ok_or_else(|| super::McpError::Protocol { detail: format!("{method}: the reply carries no result") })
+    }
+}
+
+/// What one JSON text (a body, an SSE event's data) holds for request `id`.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Scanned {
+    /// Every message in it says `"jsonrpc": "2.0"` (and a batch is not empty).
+    pub jsonrpc: bool,
+    /// The reply to `id`, if it is in there: `Ok` for a result.
+    pub reply: Option<Result<(), ReplyError>>,
+}
+
+fn first_byte(text: &[u8]) -> Option<u8> {
+    text.iter().copied().find(|b| !b.is_ascii_whitespace())
+}
+
+/// One message, if `text` is an object (a derived struct would also take an array).
+fn object(text: &[u8]) -> Option<serde_json::Result<Envelope>> {
+    (first_byte(text) == Some(b'{')).then(|| serde_json::from_slice(text))
+}
+
+fn batch(text: &[u8]) -> Option<serde_json::Result<Vec<Envelope>>> {
+    (first_byte(text) == Some(b'[')).then(|| serde_json::from_slice(text))
+}
+
+/// Scans `text` for the reply to `id`; `Err` when it is not JSON at all.
+pub(crate) fn scan(text: &[u8], id: u64) -> Result<Scanned, serde_json::Error> {
+    if let Some(Ok(one)) = object(text) {
+        let jsonrpc = one.jsonrpc.as_ref().is_some_and(|j| j.0);
+        return Ok(Scanned { jsonrpc, reply: one.reply_to(id) });
+    }
+    if let Some(Ok(batch)) = batch(text) {
+        let jsonrpc = !batch.is_empty() && batch.iter().all(|m| m.jsonrpc.as_ref().is_some_and(|j| j.0));
+        return Ok(Scanned { jsonrpc, reply: batch.iter().find_map(|m| m.reply_to(id)) });
+    }
+    // Any other JSON value (a string, a number, a batch holding one) is no reply.
+    let v = serde_json::from_slice::<Value>(text)?;
+    Ok(Scanned { jsonrpc: is_jsonrpc(&v), reply: match_reply(&v, id).map(|r| r.map(|_| ())) })
+}
+
+/// Ids of the replies in `text`, for routing (legacy SSE); `Err` when it is not JSON.
+pub(crate) fn reply_ids(text: &[u8]) -> Result<Vec<u64>, serde_json::Error> {
+    let id_of = |m: &Envelope| match (&m.id, m.method, m.result || m.error.is_some()) {
+        (Some(Value::Number(n)), false, true) => n.as_u64(),
+        (Some(Value::String(s)), false, true) => s.parse().ok(),
+        _ => None,
+    };
+    if let Some(Ok(one)) = object(text) {
+        return Ok(id_of(&one).into_iter().collect());
+    }
+    if let Some(Ok(batch)) = batch(text) {
+        return Ok(batch.iter().filter_map(id_of).collect());
+    }
+    serde_json::from_slice::<Value>(text).map(|_| vec![])
+}
+
+/// The `result` of the reply to `id` in `text`, moved out of the parsed message.
+pub(crate) fn take_result(text: &[u8], id: u64) -> Option<Value> {
+    fn take(msg: Value, id: u64) -> Option<Value> {
+        match msg {
+            Value::Array(items) => items.into_iter().find_map(|m| take(m, id)),
+            Value::Object(mut m) => {
+                let ours = matches!(match_reply_ref(&m, id), Some(Ok(())));
+                ours.then(|| m.remove("result").unwrap_or(Value::Null))
+            }
+            _ => None,
+        }
+    }
+    take(serde_json::from_slice(text).ok()?, id)
+}
+
+fn match_reply_ref(m: &serde_json::Map<String, Value>, id: u64) -> Option<Result<(), ReplyError>> {
+    let env = Envelope {
+        jsonrpc: None,
+        id: m.get("id").cloned(),
+        method: m.contains_key("method"),
+        result: m.contains_key("result"),
+        error: m.get("error").cloned(),
+    };
+    env.reply_to(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +275,38 @@ mod tests {
                 data: Some(json!({"upstream_status":0}))
             }))
         );
+    }
+
+    #[rstest]
+    #[case::result(json!({"jsonrpc":"2.0","id":3,"result":{"ok":true}}))]
+    #[case::string_id(json!({"jsonrpc":"2.0","id":"3","result":null}))]
+    #[case::in_batch(json!([{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":3,"result":{}}]))]
+    #[case::other_id(json!({"jsonrpc":"2.0","id":4,"result":{}}))]
+    #[case::notification(json!({"jsonrpc":"2.0","method":"notifications/message","params":{}}))]
+    #[case::server_request(json!({"jsonrpc":"2.0","id":3,"method":"ping"}))]
+    #[case::error(json!({"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"m","data":{"x":1}}}))]
+    #[case::null_id_error(json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"p"}}))]
+    #[case::codeless(json!({"jsonrpc":"2.0","id":3,"error":{"message":"nope"}}))]
+    #[case::not_jsonrpc(json!({"id":3,"result":{}}))]
+    #[case::a_string(json!("hello"))]
+    #[case::empty_batch(json!([]))]
+    fn scanning_agrees_with_matching_the_tree(#[case] msg: Value) {
+        let scanned = scan(msg.to_string().as_bytes(), 3).unwrap();
+        assert_eq!(scanned.reply, match_reply(&msg, 3).map(|r| r.map(|_| ())), "{msg}");
+        assert_eq!(scanned.jsonrpc, is_jsonrpc(&msg), "{msg}");
+        if let Some(Ok(())) = scanned.reply {
+            assert_eq!(take_result(msg.to_string().as_bytes(), 3), match_reply(&msg, 3).unwrap().ok());
+        }
+    }
+
+    #[test]
+    fn reply_ids_for_routing() {
+        assert_eq!(reply_ids(br#"{"jsonrpc":"2.0","id":5,"result":{}}"#).unwrap(), vec![5]);
+        assert_eq!(
+            reply_ids(br#"[{"id":5,"result":{}},{"id":"6","error":{}},{"id":7,"method":"x"}]"#).unwrap(),
+            vec![5, 6]
+        );
+        assert!(reply_ids(b"not json").is_err());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::http::{self, Head, SseStream};
-use super::jsonrpc;
+use super::jsonrpc::{self, Reply};
 use super::streamable::{self, Headers};
 use super::{Era, McpClient, McpError, Session};
 
@@ -36,13 +36,14 @@ struct Router {
 
 #[derive(Default)]
 struct RouterState {
-    waiters: HashMap<u64, oneshot::Sender<Value>>,
+    /// Each waiter gets the text of the message (or batch) that holds its reply.
+    waiters: HashMap<u64, oneshot::Sender<String>>,
     /// Why the stream is gone; later requests fail with it instead of waiting.
     ended: Option<McpError>,
 }
 
 impl Router {
-    fn register(&self, id: u64) -> Result<oneshot::Receiver<Value>, McpError> {
+    fn register(&self, id: u64) -> Result<oneshot::Receiver<String>, McpError> {
         let mut state = self.state.lock().expect("router lock poisoned");
         if let Some(e) = &state.ended {
             return Err(e.clone());
@@ -56,16 +57,13 @@ impl Router {
         self.state.lock().expect("router lock poisoned").waiters.remove(&id);
     }
 
-    fn route(&self, msg: Value) {
-        let items = match msg {
-            Value::Array(items) => items,
-            one => vec![one],
-        };
+    /// Hands `text` to the waiters of the replies it holds (`ids`); notifications and
+    /// server-to-client requests have none and are dropped.
+    fn route(&self, text: &str, ids: &[u64]) {
         let mut state = self.state.lock().expect("router lock poisoned");
-        for item in items {
-            // Notifications and server-to-client requests have no waiter; dropped.
-            if let Some(tx) = jsonrpc::reply_id(&item).and_then(|id| state.waiters.remove(&id)) {
-                let _ = tx.send(item);
+        for id in ids {
+            if let Some(tx) = state.waiters.remove(id) {
+                let _ = tx.send(text.to_string());
             }
         }
     }
@@ -86,8 +84,8 @@ impl Router {
 async fn read_stream(mut stream: SseStream, router: Arc<Router>, url: String) {
     let why = loop {
         match stream.next().await {
-            Ok(Some(ev)) if ev.event == "message" => match serde_json::from_str::<Value>(&ev.data) {
-                Ok(msg) => router.route(msg),
+            Ok(Some(ev)) if ev.event == "message" => match jsonrpc::reply_ids(ev.data.as_bytes()) {
+                Ok(ids) => router.route(&ev.data, &ids),
                 Err(_) => {
                     break McpError::Protocol {
                         detail: format!(
@@ -143,7 +141,7 @@ pub(crate) async fn connect(client: &McpClient) -> Result<Session, McpError> {
     let task = tokio::spawn(read_stream(stream, router.clone(), url.to_string()));
     let legacy = LegacyStream { message_url: message_url.clone(), router, task };
 
-    let result = request(client, &legacy, "initialize", streamable::initialize_params()).await?;
+    let result = request(client, &legacy, "initialize", streamable::initialize_params()).await?.result("initialize")?;
     let Some(version) = result.get("protocolVersion").and_then(Value::as_str).map(str::to_string) else {
         return Err(McpError::Protocol {
             detail: format!("initialize at {message_url}: the result has no protocolVersion"),
@@ -163,7 +161,7 @@ pub(crate) async fn connect(client: &McpClient) -> Result<Session, McpError> {
 
 /// GETs the stream and reads up to its `endpoint` event.
 async fn open_stream(client: &McpClient, url: &Url, started: Instant) -> Result<(SseStream, Url), McpError> {
-    let (mut resp, hops) = http::send(sse_get(client), url.as_str(), &client.limits).await?;
+    let (mut resp, hops) = http::send(sse_get(client), url.as_str(), &client.limits, client.endpoint.pin).await?;
     client.record_hops(hops);
     let head = Head::of(&resp);
     streamable::reject_non_success(client, &mut resp, &head, "SSE GET", url).await?;
@@ -198,7 +196,7 @@ pub(crate) async fn request(
     stream: &LegacyStream,
     method: &str,
     params: Value,
-) -> Result<Value, McpError> {
+) -> Result<Reply, McpError> {
     let id = client.next_id();
     let rx = stream.router.register(id)?;
     let result = post_and_wait(client, stream, id, rx, method, params).await;
@@ -210,10 +208,10 @@ async fn post_and_wait(
     client: &McpClient,
     stream: &LegacyStream,
     id: u64,
-    rx: oneshot::Receiver<Value>,
+    rx: oneshot::Receiver<String>,
     method: &str,
     params: Value,
-) -> Result<Value, McpError> {
+) -> Result<Reply, McpError> {
     let url = &stream.message_url;
     let body = jsonrpc::request(id, method, params);
     http::within(
@@ -230,27 +228,30 @@ async fn post_and_read(
     stream: &LegacyStream,
     url: &Url,
     id: u64,
-    rx: oneshot::Receiver<Value>,
+    rx: oneshot::Receiver<String>,
     method: &str,
     body: &Value,
-) -> Result<Value, McpError> {
-    let (mut resp, hops) =
-        http::send(streamable::post(client, url, body, &Headers::new()), url.as_str(), &client.limits).await?;
+) -> Result<Reply, McpError> {
+    let (mut resp, hops) = http::send(
+        streamable::post(client, url, body, &Headers::new()),
+        url.as_str(),
+        &client.limits,
+        client.endpoint.pin,
+    )
+    .await?;
     client.record_hops(hops);
     let head = Head::of(&resp);
     streamable::reject_non_success(client, &mut resp, &head, method, url).await?;
     // The spec says 202 and the reply on the stream; a server that answers in the POST
     // body instead is taken at its word.
     let posted = http::read_body(&mut resp, &head, url.as_str(), &client.limits).await?;
-    if let Ok(msg) = serde_json::from_slice::<Value>(&posted)
-        && let Some(reply) = jsonrpc::match_reply(&msg, id)
-    {
-        return reply.map_err(|e| streamable::reply_error(method, e));
+    if let Ok(jsonrpc::Scanned { reply: Some(reply), .. }) = jsonrpc::scan(&posted, id) {
+        return reply.map(|()| Reply { text: posted, id }).map_err(|e| streamable::reply_error(method, e));
     }
     // The reader task ends at the stream's duration cap, which wakes this wait; the
     // timeout is only a second line of defence.
-    let msg = match tokio::time::timeout(client.limits.sse_max_duration, rx).await {
-        Ok(Ok(msg)) => msg,
+    let text = match tokio::time::timeout(client.limits.sse_max_duration, rx).await {
+        Ok(Ok(text)) => text,
         Ok(Err(_)) => return Err(stream.router.ended()),
         Err(_) => {
             return Err(McpError::SseDurationCap {
@@ -259,8 +260,10 @@ async fn post_and_read(
             });
         }
     };
-    match jsonrpc::match_reply(&msg, id) {
-        Some(reply) => reply.map_err(|e| streamable::reply_error(method, e)),
+    match jsonrpc::scan(text.as_bytes(), id).ok().and_then(|s| s.reply) {
+        Some(reply) => {
+            reply.map(|()| Reply { text: text.into_bytes(), id }).map_err(|e| streamable::reply_error(method, e))
+        }
         None => {
             Err(McpError::Protocol { detail: format!("{method}: routed a message that is not the reply to id {id}") })
         }
@@ -294,9 +297,15 @@ mod tests {
         let router = Router::default();
         let rx1 = router.register(1).unwrap();
         let rx2 = router.register(2).unwrap();
-        router.route(json!({"jsonrpc":"2.0","method":"notifications/message","params":{}}));
-        router.route(json!({"jsonrpc":"2.0","id":2,"result":{"two":true}}));
-        assert_eq!(rx2.await.unwrap()["result"]["two"], true);
+        for msg in [
+            json!({"jsonrpc":"2.0","method":"notifications/message","params":{}}),
+            json!({"jsonrpc":"2.0","id":2,"result":{"two":true}}),
+        ] {
+            let text = msg.to_string();
+            router.route(&text, &jsonrpc::reply_ids(text.as_bytes()).unwrap());
+        }
+        let got: Value = serde_json::from_str(&rx2.await.unwrap()).unwrap();
+        assert_eq!(got["result"]["two"], true);
         router.end(McpError::Protocol { detail: "gone".into() });
         assert!(rx1.await.is_err());
         assert!(matches!(router.register(3), Err(McpError::Protocol { .. })));

@@ -27,7 +27,7 @@ use crate::secret::Secret;
 
 pub use exchange::{Ask, BodyFacts, Exchange, RpcFacts, names_in_text};
 pub use http::{Hop, MAX_REDIRECTS};
-pub use tools::{canonical_json, schema_hash};
+pub use tools::{Schema, canonical_json, schema_hash};
 
 /// The stateless revision cordon probes first.
 pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
@@ -180,8 +180,8 @@ impl fmt::Debug for Session {
 pub struct Tool {
     pub name: String,
     pub description: Option<String>,
-    /// `null` when the server omitted `inputSchema`.
-    pub input_schema: Value,
+    /// Canonical JSON text; `null` when the server omitted `inputSchema`.
+    pub input_schema: Schema,
 }
 
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -361,12 +361,13 @@ impl McpClient {
     /// `max_response_bytes` for all pages together and at most `max_tools` tools.
     pub async fn list_tools(&self, session: &Session) -> Result<Vec<Tool>, McpError> {
         self.listing_bytes.store(0, Ordering::Relaxed);
-        tools::paginate(self.limits.max_pages, self.limits.max_tools, |cursor| {
+        tools::paginate(self.limits.max_pages, self.limits.max_tools, |cursor| async move {
             let params = match cursor {
                 Some(c) => serde_json::json!({ "cursor": c }),
                 None => serde_json::json!({}),
             };
-            self.request(session, "tools/list", params)
+            let reply = self.reply(session, "tools/list", params).await?;
+            tools::Page::from_reply(&reply.text, reply.id)
         })
         .await
     }
@@ -395,6 +396,12 @@ impl McpClient {
 
     /// Sends one request in the session's era and returns its `result`.
     async fn request(&self, session: &Session, method: &str, params: Value) -> Result<Value, McpError> {
+        self.reply(session, method, params).await?.result(method)
+    }
+
+    /// Sends one request in the session's era and returns the text of its (successful)
+    /// reply, unparsed.
+    async fn reply(&self, session: &Session, method: &str, params: Value) -> Result<jsonrpc::Reply, McpError> {
         match &session.legacy {
             Some(stream) => legacy::request(self, stream, method, params).await,
             None => streamable::request(self, session, method, params).await,

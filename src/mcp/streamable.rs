@@ -6,7 +6,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::http::{self, Head, SESSION_HEADER, SseStream};
-use super::jsonrpc::{self, ReplyError};
+use super::jsonrpc::{self, Reply, ReplyError};
 use super::{
     CLIENT_NAME, Era, EraChoice, HANDSHAKE_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSION, McpClient, McpError, Session,
 };
@@ -138,24 +138,25 @@ pub(crate) fn reply_error(method: &str, e: ReplyError) -> McpError {
     }
 }
 
-/// Sends request `method` and returns its result and the reply's head.
+/// Sends request `method` and returns its (successful) reply and the reply's head.
 pub(crate) async fn post_request(
     client: &McpClient,
     url: &Url,
     method: &str,
     params: Value,
     headers: Headers,
-) -> Result<(Value, Head), McpError> {
+) -> Result<(Reply, Head), McpError> {
     let id = client.next_id();
     let body = jsonrpc::request(id, method, params);
     http::within(&client.limits, url.as_str(), "the whole exchange", async {
         let started = Instant::now();
-        let (mut resp, hops) = http::send(post(client, url, &body, &headers), url.as_str(), &client.limits).await?;
+        let (mut resp, hops) =
+            http::send(post(client, url, &body, &headers), url.as_str(), &client.limits, client.endpoint.pin).await?;
         client.record_hops(hops);
         let head = Head::of(&resp);
         reject_non_success(client, &mut resp, &head, method, url).await?;
-        let result = read_reply(client, resp, &head, id, method, url, started).await?;
-        Ok((result, head))
+        let reply = read_reply(client, resp, &head, id, method, url, started).await?;
+        Ok((reply, head))
     })
     .await
 }
@@ -168,7 +169,7 @@ async fn read_reply(
     method: &str,
     url: &Url,
     started: Instant,
-) -> Result<Value, McpError> {
+) -> Result<Reply, McpError> {
     let not_mcp = |body: &[u8]| McpError::NotMcp {
         entry: method.to_string(),
         url: url.to_string(),
@@ -186,11 +187,13 @@ async fn read_reply(
             if ev.event != "message" {
                 continue;
             }
-            let Ok(msg) = serde_json::from_str::<Value>(&ev.data) else {
+            let Ok(scanned) = jsonrpc::scan(ev.data.as_bytes(), id) else {
                 return Err(not_mcp(ev.data.as_bytes()));
             };
-            if let Some(reply) = jsonrpc::match_reply(&msg, id) {
-                return reply.map_err(|e| reply_error(method, e));
+            match scanned.reply {
+                Some(Ok(())) => return Ok(Reply { text: ev.data.into_bytes(), id }),
+                Some(Err(e)) => return Err(reply_error(method, e)),
+                None => {}
             }
         }
         return Err(McpError::Protocol {
@@ -202,12 +205,13 @@ async fn read_reply(
         if listing {
             client.count_listing_bytes(body.len() as u64)?;
         }
-        let msg = match serde_json::from_slice::<Value>(&body) {
-            Ok(msg) if jsonrpc::is_jsonrpc(&msg) => msg,
+        let scanned = match jsonrpc::scan(&body, id) {
+            Ok(s) if s.jsonrpc => s,
             _ => return Err(not_mcp(&body)),
         };
-        return match jsonrpc::match_reply(&msg, id) {
-            Some(reply) => reply.map_err(|e| reply_error(method, e)),
+        return match scanned.reply {
+            Some(Ok(())) => Ok(Reply { text: body, id }),
+            Some(Err(e)) => Err(reply_error(method, e)),
             None => Err(McpError::Protocol {
                 detail: format!("{method} at {url}: the json reply carries no response to request id {id}"),
             }),
@@ -231,7 +235,8 @@ pub(crate) async fn post_notification(
 ) -> Result<(), McpError> {
     let body = jsonrpc::notification(method, json!({}));
     http::within(&client.limits, url.as_str(), "the whole exchange", async {
-        let (mut resp, hops) = http::send(post(client, url, &body, &headers), url.as_str(), &client.limits).await?;
+        let (mut resp, hops) =
+            http::send(post(client, url, &body, &headers), url.as_str(), &client.limits, client.endpoint.pin).await?;
         client.record_hops(hops);
         let head = Head::of(&resp);
         reject_non_success(client, &mut resp, &head, method, url).await
@@ -264,7 +269,12 @@ pub(crate) async fn connect(client: &McpClient, era: EraChoice) -> Result<Sessio
         }
     };
     match discovered {
-        Ok((result, _)) if supports_modern(&result) => {
+        Ok((reply, _)) => {
+            let result = reply.result("server/discover")?;
+            if !supports_modern(&result) {
+                // Speaks discover but not this revision: a handshake-era server.
+                return connect_handshake(client).await;
+            }
             return Ok(Session {
                 era: Era::Stateless2026,
                 server_name: server_name(&result),
@@ -275,13 +285,16 @@ pub(crate) async fn connect(client: &McpClient, era: EraChoice) -> Result<Sessio
                 legacy: None,
             });
         }
-        // Speaks discover but not this revision: a handshake-era server.
-        Ok(_) => {}
         Err(McpError::Http { status: 400..=499, .. } | McpError::JsonRpc { .. }) => {}
         Err(e) => return Err(e),
     }
+    connect_handshake(client).await
+}
 
-    let (result, head) = post_request(client, url, "initialize", initialize_params(), Vec::new()).await?;
+async fn connect_handshake(client: &McpClient) -> Result<Session, McpError> {
+    let url = &client.endpoint.url;
+    let (reply, head) = post_request(client, url, "initialize", initialize_params(), Vec::new()).await?;
+    let result = reply.result("initialize")?;
     let Some(version) = result.get("protocolVersion").and_then(Value::as_str).map(str::to_string) else {
         return Err(McpError::Protocol { detail: format!("initialize at {url}: the result has no protocolVersion") });
     };
@@ -314,7 +327,7 @@ pub(crate) async fn request(
     session: &Session,
     method: &str,
     params: Value,
-) -> Result<Value, McpError> {
+) -> Result<Reply, McpError> {
     let url = &client.endpoint.url;
     let (params, headers) = match session.era {
         Era::Stateless2026 => modern(method, params),
@@ -335,7 +348,13 @@ pub(crate) async fn delete_session(client: &McpClient, session: &Session) {
     for (name, value) in session_headers(session) {
         req = req.header(name, value);
     }
-    let _ = http::within(&client.limits, url.as_str(), "DELETE", http::send(req, url.as_str(), &client.limits)).await;
+    let _ = http::within(
+        &client.limits,
+        url.as_str(),
+        "DELETE",
+        http::send(req, url.as_str(), &client.limits, client.endpoint.pin),
+    )
+    .await;
 }
 
 #[cfg(test)]

@@ -1,14 +1,74 @@
 //! Tool inventory: pagination with guards, result parsing, and the schema hash.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{McpError, Tool, ToolResult};
 
-/// Collects every page of `tools/list`. `fetch(cursor)` returns one page's `result`.
+/// One page of `tools/list`.
+#[derive(Debug)]
+pub(crate) struct Page {
+    pub tools: Vec<Tool>,
+    pub next_cursor: Option<Value>,
+}
+
+impl Page {
+    /// From a parsed `result` (the path for replies the typed reader does not take).
+    pub fn from_result(page: Value) -> Result<Page, McpError> {
+        let tools = parse_page(&page)?;
+        let next_cursor = match page {
+            Value::Object(mut m) => m.remove("nextCursor"),
+            _ => None,
+        };
+        Ok(Page { tools, next_cursor })
+    }
+
+    /// From the JSON text of the reply to request `id`: read straight into tools, each
+    /// schema kept as canonical JSON text, so a page costs about its own size in memory
+    /// rather than a tree of every small object in it. Replies of another shape (a
+    /// batch, a malformed item) take the general path, with its errors.
+    pub fn from_reply(text: &[u8], id: u64) -> Result<Page, McpError> {
+        #[derive(serde::Deserialize)]
+        struct Message {
+            result: Option<WirePage>,
+        }
+        #[derive(serde::Deserialize)]
+        struct WirePage {
+            tools: Vec<WireTool>,
+            #[serde(rename = "nextCursor", default)]
+            next_cursor: Option<Value>,
+        }
+        #[derive(serde::Deserialize)]
+        struct WireTool {
+            name: String,
+            #[serde(default)]
+            description: Option<Value>,
+            #[serde(rename = "inputSchema", default)]
+            input_schema: Option<Schema>,
+        }
+        let object = text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        if let Some(Ok(Message { result: Some(page) })) = object.then(|| serde_json::from_slice::<Message>(text)) {
+            let tools = page
+                .tools
+                .into_iter()
+                .map(|t| Tool {
+                    name: t.name,
+                    description: t.description.and_then(|d| d.as_str().map(str::to_string)),
+                    input_schema: t.input_schema.unwrap_or_default(),
+                })
+                .collect();
+            return Ok(Page { tools, next_cursor: page.next_cursor });
+        }
+        let result = super::jsonrpc::take_result(text, id)
+            .ok_or_else(|| McpError::Protocol { detail: "tools/list reply carries no result".into() })?;
+        Page::from_result(result)
+    }
+}
+
+/// Collects every page of `tools/list`. `fetch(cursor)` returns one page.
 ///
 /// A page without `nextCursor` (absent, null or `""`) ends the list. Fetching stops with
 /// `PageCap` when `max_pages` pages were read and there is still a cursor to follow, and
@@ -16,7 +76,7 @@ use super::{McpError, Tool, ToolResult};
 pub(crate) async fn paginate<F, Fut>(max_pages: usize, max_tools: usize, mut fetch: F) -> Result<Vec<Tool>, McpError>
 where
     F: FnMut(Option<String>) -> Fut,
-    Fut: Future<Output = Result<Value, McpError>>,
+    Fut: Future<Output = Result<Page, McpError>>,
 {
     let mut tools = Vec::new();
     let mut followed = HashSet::new();
@@ -28,11 +88,11 @@ where
         }
         let page = fetch(cursor.clone()).await?;
         pages += 1;
-        tools.extend(parse_page(&page)?);
+        tools.extend(page.tools);
         if tools.len() > max_tools {
             return Err(McpError::ToolCap { limit: max_tools });
         }
-        match page.get("nextCursor") {
+        match page.next_cursor.as_ref() {
             None | Some(Value::Null) => return Ok(tools),
             Some(Value::String(c)) if c.is_empty() => return Ok(tools),
             Some(Value::String(c)) => {
@@ -61,7 +121,7 @@ fn parse_page(page: &Value) -> Result<Vec<Tool>, McpError> {
             Ok(Tool {
                 name: name.to_string(),
                 description: raw.get("description").and_then(Value::as_str).map(str::to_string),
-                input_schema: raw.get("inputSchema").cloned().unwrap_or(Value::Null),
+                input_schema: Schema::from(raw.get("inputSchema").unwrap_or(&Value::Null)),
             })
         })
         .collect()
@@ -102,14 +162,139 @@ pub(crate) fn parse_tool_result(raw: Value) -> Result<ToolResult, McpError> {
 /// contract file (`input_schema`, `method`, `path`), not what the server serves, so it
 /// is not comparable with this value.
 pub fn schema_hash(tools: &[Tool]) -> String {
-    let mut obj = Map::new();
-    for t in tools {
-        let mut entry = Map::new();
-        entry.insert("description".into(), t.description.clone().map(Value::String).unwrap_or(Value::Null));
-        entry.insert("inputSchema".into(), t.input_schema.clone());
-        obj.insert(t.name.clone(), Value::Object(entry));
+    let by_name: BTreeMap<&str, &Tool> = tools.iter().map(|t| (t.name.as_str(), t)).collect();
+    let mut out = String::from("{");
+    for (i, (name, t)) in by_name.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(name, &mut out);
+        out.push_str(":{\"description\":");
+        match &t.description {
+            Some(d) => write_string(d, &mut out),
+            None => out.push_str("null"),
+        }
+        out.push_str(",\"inputSchema\":");
+        out.push_str(t.input_schema.as_str());
+        out.push('}');
     }
-    hex::encode(Sha256::digest(canonical_json(&Value::Object(obj)).as_bytes()))
+    out.push('}');
+    hex::encode(Sha256::digest(out.as_bytes()))
+}
+
+/// A tool's `inputSchema` as [`canonical_json`] text: what the schema hash needs, at
+/// the size of the text rather than of a tree of small objects.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct Schema(String);
+
+impl Schema {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for Schema {
+    /// An absent schema hashes as `null`.
+    fn default() -> Self {
+        Schema("null".into())
+    }
+}
+
+impl From<&Value> for Schema {
+    fn from(v: &Value) -> Self {
+        Schema(canonical_json(v))
+    }
+}
+
+impl From<Value> for Schema {
+    fn from(v: Value) -> Self {
+        Schema(canonical_json(&v))
+    }
+}
+
+/// Reads any JSON value straight into canonical text (keys sorted, later duplicates win,
+/// as a parsed object would have them).
+impl<'de> serde::Deserialize<'de> for Schema {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Canonical).map(Schema)
+    }
+}
+
+struct Canonical;
+
+impl<'de> serde::de::Visitor<'de> for Canonical {
+    type Value = String;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<String, E> {
+        Ok(serde_json::Number::from_f64(v).map_or_else(|| "null".to_string(), |n| n.to_string()))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<String, E> {
+        let mut out = String::with_capacity(v.len() + 2);
+        write_string(v, &mut out);
+        Ok(out)
+    }
+
+    fn visit_unit<E>(self) -> Result<String, E> {
+        Ok("null".into())
+    }
+
+    fn visit_none<E>(self) -> Result<String, E> {
+        Ok("null".into())
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_any(Canonical)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<String, A::Error> {
+        let mut out = String::from("[");
+        let mut first = true;
+        while let Some(Schema(item)) = seq.next_element::<Schema>()? {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            out.push_str(&item);
+        }
+        out.push(']');
+        Ok(out)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<String, A::Error> {
+        let mut entries: BTreeMap<String, String> = BTreeMap::new();
+        while let Some((key, Schema(value))) = map.next_entry::<String, Schema>()? {
+            entries.insert(key, value);
+        }
+        let mut out = String::from("{");
+        for (i, (key, value)) in entries.into_iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_string(&key, &mut out);
+            out.push(':');
+            out.push_str(&value);
+        }
+        out.push('}');
+        Ok(out)
+    }
 }
 
 /// Canonical JSON: object keys sorted (by code point) at every depth, separators `,`
@@ -185,7 +370,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn tool(name: &str, description: Option<&str>, schema: Value) -> Tool {
-        Tool { name: name.into(), description: description.map(str::to_string), input_schema: schema }
+        Tool { name: name.into(), description: description.map(str::to_string), input_schema: schema.into() }
     }
 
     fn page(names: &[&str], next: Option<&str>) -> Value {
@@ -202,7 +387,7 @@ mod tests {
         let result = paginate(max_pages, 1000, |cursor| {
             fetches += 1;
             let page = pages.get(cursor.as_deref().unwrap_or("")).cloned();
-            async move { page.ok_or(McpError::Protocol { detail: "unknown cursor".into() }) }
+            async move { page.ok_or(McpError::Protocol { detail: "unknown cursor".into() }).and_then(Page::from_result) }
         })
         .await;
         (result, fetches)
@@ -239,7 +424,7 @@ mod tests {
         let result = paginate(5, 1000, |cursor| {
             fetches += 1;
             let n: u64 = cursor.map(|c| c.parse().unwrap()).unwrap_or(0);
-            async move { Ok(page(&["t"], Some(&(n + 1).to_string()))) }
+            async move { Page::from_result(page(&["t"], Some(&(n + 1).to_string()))) }
         })
         .await;
         assert!(matches!(result, Err(McpError::PageCap { pages: 5 })));
@@ -248,7 +433,7 @@ mod tests {
 
     #[tokio::test]
     async fn too_many_tools_hit_the_tool_cap() {
-        let result = paginate(20, 2, |_| async { Ok(page(&["a", "b", "c"], None)) }).await;
+        let result = paginate(20, 2, |_| async { Page::from_result(page(&["a", "b", "c"], None)) }).await;
         assert!(matches!(result, Err(McpError::ToolCap { limit: 2 })));
     }
 
@@ -266,6 +451,36 @@ mod tests {
         assert!(matches!(r, Err(McpError::Protocol { .. })));
         let (r, _) = run(HashMap::from([("", json!({"tools": [], "nextCursor": 3}))]), 20).await;
         assert!(matches!(r, Err(McpError::Protocol { .. })));
+    }
+
+    #[test]
+    fn schemas_read_straight_to_canonical_text_equal_the_tree_path() {
+        for text in [
+            r#"{"b":[1,{"z":null,"a":true}],"a":"é\n\"😀\u007f","c":-3,"d":1.5,"e":12345678901234567890}"#,
+            r#"{"k":1,"k":2}"#,
+            r#"[]"#,
+            r#""plain""#,
+            r#"{"properties":{"p2":{"type":"integer"},"p10":{"type":"string","enum":["x","y"]}}}"#,
+        ] {
+            let tree: Value = serde_json::from_str(text).unwrap();
+            let direct: Schema = serde_json::from_str(text).unwrap();
+            assert_eq!(direct.as_str(), canonical_json(&tree), "{text}");
+        }
+    }
+
+    #[test]
+    fn pages_parse_typed_or_through_the_tree_alike() {
+        let text = br#"{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"add","description":"d","inputSchema":{"type":"object","a":1},"annotations":{}},{"name":"x"}],"nextCursor":"c"}}"#;
+        let typed = Page::from_reply(text, 7).unwrap();
+        let tree = Page::from_result(serde_json::from_slice::<Value>(text).unwrap()["result"].clone()).unwrap();
+        assert_eq!(schema_hash(&typed.tools), schema_hash(&tree.tools));
+        assert_eq!(typed.next_cursor, Some(json!("c")));
+        assert_eq!(typed.tools[1].input_schema.as_str(), "null");
+        // A batch takes the general path; a nameless item is still an error there.
+        let batch = br#"[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"add"}]}}]"#;
+        assert_eq!(Page::from_reply(batch, 7).unwrap().tools[0].name, "add");
+        let nameless = br#"{"jsonrpc":"2.0","id":7,"result":{"tools":[{"description":"x"}]}}"#;
+        assert!(matches!(Page::from_reply(nameless, 7), Err(McpError::Protocol { .. })));
     }
 
     #[test]

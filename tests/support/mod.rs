@@ -1,4 +1,5 @@
 pub mod docker;
 pub mod harness;
+pub mod hostile;
 pub mod peers;
 pub mod stack;

@@ -162,6 +162,36 @@ fn an_id_a_refusal_handed_out_must_not_serve() {
     assert_eq!(kinds(&judge(&[o], &rule())), vec![FindingKind::RefusalSessionServes]);
 }
 
+/// A borrowed session that serves the listing is judged as the session class it is,
+/// the disclosure named with it (seen on a server whose session ids ignore the bearer).
+#[rstest]
+#[case::valid_session("the valid session", FindingKind::SessionNotBound, "the session is not bound to its bearer")]
+#[case::handed_out(
+    "an id a refusal handed out",
+    FindingKind::RefusalSessionServes,
+    "the id a refusal handed out serves"
+)]
+fn a_borrowed_session_that_lists_tools_is_its_session_class(
+    #[case] from: &str,
+    #[case] kind: FindingKind,
+    #[case] says: &str,
+) {
+    let mut o = healthy();
+    let ask = Ask::new(EntryPoint::ToolsList).with_session("r1", from);
+    let mut e = served(ask.clone(), 200);
+    e.body.inventory = true;
+    e.body.names = ["add".to_string()].into();
+    o.probes[0].1.push(Try { ask, outcome: Ok(e) });
+    let attempt = judge(&[o], &rule());
+    assert_eq!(kinds(&attempt), vec![kind]);
+    let Attempt::Fail { findings, .. } = attempt else { unreachable!() };
+    assert!(
+        findings[0].message.contains(says) && findings[0].message.contains("disclosing tool name(s) add"),
+        "{}",
+        findings[0].message
+    );
+}
+
 #[test]
 fn a_jsonrpc_error_is_a_refusal_where_the_scenario_says_so() {
     let o = with_answer(
@@ -173,7 +203,7 @@ fn a_jsonrpc_error_is_a_refusal_where_the_scenario_says_so() {
         },
     );
     let rule = RefusalRule { refusal: Refusal::JsonrpcError, ..rule() };
-    assert!(judge(&[o.clone()], &rule).is_pass());
+    assert!(judge(std::slice::from_ref(&o), &rule).is_pass());
     // ... but not one that comes with a session id.
     let mut o = o;
     if let Ok(e) = &mut o.probes[0].1[0].outcome {

@@ -1,0 +1,173 @@
+//! Kill, pause and restart during a run, end to end on the reference stack: a client and
+//! a provider restarted while `cordon compose` runs are found again (new pids, new
+//! namespaces) within the deadline; a paused provider ends the run with its checks
+//! unreachable by deadline + one exchange limit + 1 s; nothing is left running.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::stack::{Stack, repo, verdicts};
+
+/// The compose suite with the timeouts these tests bound.
+fn suite(dir: &Path, deadline: &str) -> std::path::PathBuf {
+    let text = format!(
+        "mode: compose\nfamilies: [route, reach, session, contract, disabled, sidecar]\n\
+         timeouts: {{ connect: 1s, read: 2s, exchange: 5s, deadline: {deadline}, retry_interval: 500ms, sse_max_duration: 5s }}\n\
+         limits: {{ max_response_bytes: 4MiB, max_pages: 20 }}\nconcurrency: 8\n"
+    );
+    let path = dir.join("suite.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn spawn_cordon(stack: &Stack, suite: &Path, results: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args(["compose", "--project", &stack.project, "--scenario"])
+        .arg(repo().join("scenarios/reference.yaml"))
+        .arg("--suite")
+        .arg(suite)
+        .arg("--results")
+        .arg(results)
+        .envs(stack.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cordon")
+}
+
+fn container(stack: &Stack, service: &str) -> String {
+    let out = Command::new("docker")
+        .args(["ps", "-q", "--filter"])
+        .arg(format!("label=com.docker.compose.project={}", stack.project))
+        .args(["--filter", &format!("label=com.docker.compose.service={service}")])
+        .output()
+        .unwrap();
+    let ids = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(ids.len(), 1, "one running {service} container, got {ids:?}");
+    ids[0].clone()
+}
+
+fn pid_of(id: &str) -> String {
+    let out = Command::new("docker").args(["inspect", "-f", "{{.State.Pid}}", id]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn docker(args: &[&str]) {
+    let out = Command::new("docker").args(args).output().unwrap();
+    assert!(out.status.success(), "docker {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn report_of(results: &Path) -> Value {
+    std::fs::read_to_string(results.join("report.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Nothing of the stack is left once it is dropped.
+fn assert_nothing_left(project: &str) {
+    let out = Command::new("docker")
+        .args(["ps", "-aq", "--filter", &format!("label=com.docker.compose.project={project}")])
+        .output()
+        .unwrap();
+    assert!(out.stdout.is_empty(), "containers left behind: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn a_client_and_a_provider_restarted_during_a_run_are_found_again() {
+    let stack = Stack::up("restart", "10.220", None);
+    let project = stack.project.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "60s");
+    let results = dir.path().join("results");
+    let (webui, native) = (container(&stack, "webui"), container(&stack, "native"));
+    let before = (pid_of(&webui), pid_of(&native));
+
+    let started = Instant::now();
+    let cordon = spawn_cordon(&stack, &suite, &results);
+    // Discovery has seen both containers by now; their checks are queued or running.
+    std::thread::sleep(Duration::from_millis(700));
+    docker(&["restart", "-t", "1", &webui, &native]);
+    let restarted_at = started.elapsed();
+    let out = cordon.wait_with_output().unwrap();
+    let took = started.elapsed();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let after = (pid_of(&webui), pid_of(&native));
+    assert!(before.0 != after.0 && before.1 != after.1, "the restarts gave new pids: {before:?} → {after:?}");
+
+    let report = report_of(&results);
+    let all = verdicts(&report);
+    let retried: Vec<String> = report["report"]["results"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r["attempts"].as_u64().unwrap_or(1) > 1)
+        .map(|r| format!("{} ({} attempts)", r["name"].as_str().unwrap_or(""), r["attempts"]))
+        .collect();
+    eprintln!("MEASURED restart: restart done at {restarted_at:?}, run took {took:?}; retried: {retried:?}");
+    let not_passed: Vec<_> = all.iter().filter(|(_, v, _)| v != "passed").collect();
+    assert!(
+        out.status.code() == Some(0) && not_passed.is_empty(),
+        "exit {:?}; not passed: {not_passed:#?}\n{stdout}\n{stderr}",
+        out.status.code()
+    );
+    assert!(took > restarted_at, "the run outlived the restart ({restarted_at:?} vs {took:?})");
+    assert!(took < Duration::from_secs(60), "recovered within the deadline, took {took:?}");
+    drop(stack);
+    assert_nothing_left(&project);
+}
+
+/// Unpauses on every path, so the stack can be torn down.
+struct Paused(String);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let _ = Command::new("docker").args(["unpause", &self.0]).output();
+    }
+}
+
+#[test]
+fn a_paused_provider_ends_the_run_unreachable_by_the_bound() {
+    let stack = Stack::up("pause", "10.221", None);
+    let project = stack.project.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "15s");
+    let results = dir.path().join("results");
+    let native = container(&stack, "native");
+    docker(&["pause", &native]);
+    let paused = Paused(native);
+
+    let started = Instant::now();
+    let out = spawn_cordon(&stack, &suite, &results).wait_with_output().unwrap();
+    let took = started.elapsed();
+    drop(paused);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let bound = Duration::from_secs(15 + 5 + 1);
+    eprintln!("MEASURED pause: run took {took:?} (bound {bound:?}), exit {:?}", out.status.code());
+    assert!(took <= bound, "a paused provider held the run {took:?}, over {bound:?}\n{stderr}");
+    assert_eq!(out.status.code(), Some(3), "unreachable is an infrastructure error\n{stdout}\n{stderr}");
+
+    let all = verdicts(&report_of(&results));
+    let native_checks: Vec<_> = all
+        .iter()
+        .filter(|(n, _, _)| {
+            n.starts_with("contract::native::") || n.starts_with("session::") && n.ends_with("->native")
+        })
+        .collect();
+    assert!(native_checks.len() >= 6, "{all:#?}");
+    for (name, verdict, reason) in &native_checks {
+        eprintln!("observed: {name}: {verdict}: {reason}");
+        assert_eq!(verdict, "unreachable", "{name}: {reason}");
+        assert!(reason.contains("15s deadline"), "{name}: {reason}");
+    }
+    let others: Vec<_> =
+        all.iter().filter(|(n, v, _)| v != "passed" && !native_checks.iter().any(|(m, _, _)| m == n)).collect();
+    assert!(others.is_empty(), "only the paused provider's checks may be unreachable: {others:#?}");
+    drop(stack);
+    assert_nothing_left(&project);
+}
