@@ -105,13 +105,16 @@ impl Deployment {
             use std::os::unix::fs::MetadataExt;
             std::fs::metadata(format!("/proc/{}/ns/net", target.pid)).map(|m| m.ino()).ok() == Some(ino)
         });
-        match (out, same) {
+        let alive = std::path::Path::new(&format!("/proc/{}", target.pid)).exists();
+        match (out, same && alive) {
             (Ok(v), true) => Ok(v),
             (_, false) => {
                 self.refresh().await;
                 Err(Attempt::not_ready(format!("{} restarted while cordon read its sockets", target.name), vec![]))
             }
             (Err(e), true) => {
+                // The process may have gone between the read and the checks above.
+                self.refresh().await;
                 Err(Attempt::not_ready(format!("cannot read the sockets of {}: {e}", target.name), vec![]))
             }
         }

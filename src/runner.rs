@@ -183,7 +183,10 @@ async fn run_one(check: &dyn Check, ctx: &RunContext, permits: &Semaphore, event
         let _permit = permits.acquire().await.expect("semaphore closed");
         queued += waited.elapsed();
         let began = Instant::now();
-        let attempt = match tokio::time::timeout_at(clock.hard_stop().into(), check.run(ctx)).await {
+        // A first attempt that waited in line past the hard stop still gets one exchange
+        // limit of its own: every check runs at least once. Retries never outlive the stop.
+        let cut = if attempts == 1 { clock.hard_stop().max(began + clock.exchange_limit) } else { clock.hard_stop() };
+        let attempt = match tokio::time::timeout_at(cut.into(), check.run(ctx)).await {
             Ok(attempt) => attempt,
             Err(_) => Attempt::not_ready(
                 format!(
