@@ -120,19 +120,27 @@ pub fn run(args: DemoArgs) -> i32 {
         return exit::INFRASTRUCTURE;
     }
     let started = Instant::now();
-    if !stages.run(compose(&env).args(["up", "-d", "--no-build", "--remove-orphans"]), "stack up", "docker-compose up failed") {
+    if !stages.run(
+        compose(&env).args(["up", "-d", "--no-build", "--remove-orphans"]),
+        "stack up",
+        "docker-compose up failed",
+    ) {
         stages.run(compose(&env).args(["down", "-v", "-t", "1"]), "torn down", "docker-compose down failed");
         return exit::INFRASTRUCTURE;
     }
     let containers = count_containers();
-    step(&format!("reference stack `{PROJECT}` on {SUBNET}.0.0/16: {containers} containers after {:.1} s; running suites/compose.yaml", started.elapsed().as_secs_f64()));
+    step(&format!(
+        "reference stack `{PROJECT}` on {SUBNET}.0.0/16: {containers} containers after {:.1} s; running suites/compose.yaml",
+        started.elapsed().as_secs_f64()
+    ));
     let suite_started = Instant::now();
     let exe = std::env::current_exe().expect("path of the running cordon binary");
     let suite =
         ["compose", "--project", PROJECT, "--scenario", "scenarios/reference.yaml", "--suite", "suites/compose.yaml"];
     let mut child = Command::new(exe);
     child.args(suite).args(&args.extra).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let chose_format = args.extra.iter().any(|a| a.starts_with("--format") || a == "-q" || a == "--quiet" || a == "--list");
+    let chose_format =
+        args.extra.iter().any(|a| a.starts_with("--format") || a == "-q" || a == "--quiet" || a == "--list");
     if !args.verbose && !chose_format {
         // One dot per check keeps a passing demo on one screen; failures still print in full.
         child.args(["--format", "terse"]);
@@ -160,7 +168,10 @@ pub fn run(args: DemoArgs) -> i32 {
         stages.show_tail();
     }
     print_matrix();
-    step(&format!("suite finished in {:.1} s with exit code {code}; reports in results/ (report.html has the reach matrix)", suite_started.elapsed().as_secs_f64()));
+    step(&format!(
+        "suite finished in {:.1} s with exit code {code}; reports in results/ (report.html has the reach matrix)",
+        suite_started.elapsed().as_secs_f64()
+    ));
     if args.keep {
         let vars: Vec<String> = env.iter().map(|(k, _)| format!("{k}=x")).collect();
         step(&format!(
@@ -168,7 +179,11 @@ pub fn run(args: DemoArgs) -> i32 {
             vars.join(" ")
         ));
     } else {
-        stages.run(compose(&env).args(["down", "-v", "--remove-orphans", "-t", "1"]), "torn down", "docker-compose down failed");
+        stages.run(
+            compose(&env).args(["down", "-v", "--remove-orphans", "-t", "1"]),
+            "torn down",
+            "docker-compose down failed",
+        );
     }
     code
 }
@@ -179,7 +194,10 @@ fn print_matrix() {
     let Ok(report) = crate::model::RunReport::from_json(&text) else { return };
     let matrix = crate::matrix::Matrix::from_report(&report);
     if !matrix.is_empty() {
-        eprintln!("\nreach matrix (rows: clients; columns: providers and the apps behind sidecars):\n{}", matrix.to_text());
+        eprintln!(
+            "\nreach matrix (rows: clients; columns: providers and the apps behind sidecars):\n{}",
+            matrix.to_text()
+        );
     }
 }
 

@@ -97,7 +97,11 @@ impl Matrix {
         let disabled: Vec<String> = self
             .columns
             .iter()
-            .filter_map(|c| c.disabled.map(|v| format!("{} (disabled): {}", c.title(), if v == Verdict::Passed { "dark" } else { v.as_str() })))
+            .filter_map(|c| {
+                c.disabled.map(|v| {
+                    format!("{} (disabled): {}", c.title(), if v == Verdict::Passed { "dark" } else { v.as_str() })
+                })
+            })
             .collect();
         if !disabled.is_empty() {
             out.push_str(&disabled.join("; "));
