@@ -26,7 +26,7 @@ pub fn escape(text: &str) -> String {
 
 const CELL: u32 = 96;
 const ROW_HEAD: u32 = 140;
-const COL_HEAD: u32 = 110;
+const COL_HEAD: u32 = 56;
 
 fn colors(cell: Option<&Cell>) -> (&'static str, &'static str) {
     match cell {
@@ -84,9 +84,21 @@ pub fn matrix_svg(m: &Matrix) -> String {
         for (i, col) in m.columns.iter().enumerate() {
             let x = ROW_HEAD + CELL * i as u32;
             let cell = m.cell(client, col);
-            let (fill, ink) = colors(cell);
-            let state = cell.map(Cell::label).unwrap_or("none");
-            let detail = cell.map(Cell::detail).unwrap_or_else(|| "no check for this pair".into());
+            let (mut fill, mut ink) = colors(cell);
+            let mut state = cell.map(Cell::label).unwrap_or("none");
+            let mut detail = cell.map(Cell::detail).unwrap_or_else(|| "no check for this pair".into());
+            // A disabled provider has no pair checks: its column shows what disabled:: proved.
+            if cell.is_none()
+                && let Some(verdict) = col.disabled
+            {
+                (state, detail, fill, ink) = match verdict {
+                    Verdict::Passed => ("dark", "disabled: dark from every client".into(), "#eceff1", "#455a64"),
+                    Verdict::Failed | Verdict::KnownFailure => {
+                        ("NOT dark", "disabled, but still answering: see disabled::".into(), "#c62828", "#ffffff")
+                    }
+                    _ => ("not judged", "disabled: not judged".into(), "#f5f5f5", "#757575"),
+                };
+            }
             let _ = write!(
                 svg,
                 r##"<g class="cell" data-client="{}" data-column="{}" data-state="{}"><title>{} → {}: {}</title><rect x="{}" y="{}" width="{}" height="{}" rx="6" fill="{fill}" stroke="#ffffff" stroke-width="3"/><text x="{}" y="{}" text-anchor="middle" fill="{ink}" font-weight="bold">{}</text>"##,
