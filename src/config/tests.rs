@@ -77,7 +77,7 @@ fn good_scenario_loads_and_registers_secrets() {
     "    credential: alpha-token\n",
     "    credential: alpha-token\n    colour: blue\n",
     "unknown field `colour`",
-    "9:5: : unknown field"
+    "9:5: providers.alpha.colour: unknown field"
 )]
 #[case::dangling_consumer(
     "allowed_consumers: [webui]",
@@ -120,7 +120,8 @@ fn short_credentials_are_rejected() {
     files.write("alpha.token", "abc");
     let path = files.write("scenario.yaml", GOOD_SCENARIO);
     let err = Scenario::load(&path, &Redactor::new()).unwrap_err();
-    assert!(err.to_string().contains("credentials.alpha-token: the credential is shorter"), "{err}");
+    assert!(err.to_string().contains("credentials.alpha-token: the value from file `"), "{err}");
+    assert!(err.to_string().contains("alpha.token` is shorter than 8 characters"), "{err}");
 }
 
 #[test]
@@ -166,4 +167,50 @@ fn suite_errors_point_at_the_key(#[case] text: &str, #[case] expected: &str) {
     let err = suite_errors(text);
     assert!(err.contains(expected), "{err}");
     assert!(err.contains("suite.yaml:"), "{err}");
+}
+
+#[test]
+fn scratch_print() {
+    for t in [
+        "mode: host\nfamilies: [contract]\nconcurrency: \"4\"\n",
+        "mode: host\nfamilies: [contract]\nlimits: { max_pages: \"3\" }\n",
+        "mode: host\nfamilies: [contract]\nlimits: { max_pages: 0 }\n",
+        "mode: host\nfamilies: [contract]\nlimits: { max_response_bytes: 0 }\n",
+        "mode: host\nfamilies: [contract]\nlimits: { max_response_bytes: \"100\" }\n",
+        "mode: host\nfamilies: [contract]\nlimits: { max_response_bytes: 99999999999999999999999 }\n",
+        "mode: host\nfamilies: [contract]\ntimeouts: { connect: 99999999999999999999999s }\n",
+        "mode: host\nfamilies: [contract]\ntimeouts: { connect: .nan }\n",
+        "mode: host\nfamilies: [contract]\ntimeouts: { connect: -3s }\n",
+        "mode: host\nfamilies: [contract]\ntimeouts: { connect: 3 }\n",
+        "mode: host\nfamilies: [contract]\ntimeouts: { exchange: 0s }\n",
+        "mode: host\nfamilies: [contract]\nconcurrency: 70000000000000000000000\n",
+        "mode: host\nfamilies: [contract]\nconcurrency: yes\n",
+        "mode: host\nfamilies: [contract]\nconcurrency:\n",
+        "mode: host\nfamilies: contract\n",
+        "mode: host\nfamilies: [contract]\noutputs: { junit: ../x.xml, json: junit.xml }\n",
+        "a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n",
+        &format!("{}1{}", "[".repeat(100), "]".repeat(100)),
+        &format!("mode: host\nfamilies: [contract]\nx:{}", "\n  - a".repeat(10)),
+        "mode: host\nfamilies: [contract]\n---\nmode: host\n",
+        "mode: host\nmode: host\nfamilies: [contract]\n",
+    ] {
+        println!("{}\n   => {}", t.lines().last().unwrap_or(""), suite_errors(t));
+    }
+    for (from, to) in [
+        ("      allowlist: [echo]\n", "      allowlist: [echo]\n    disabled: \"yes\"\n"),
+        ("      allowlist: [echo]\n", "      allowlist: [echo]\n    disabled: yes\n"),
+        ("      allowlist: [echo]\n", "      allowlist: [echo]\n    app_ports: [80, \"81\", 0]\n"),
+        ("      allowlist: [echo]\n", "      allowlist: [echo]\n    app_ports: [80, 70000]\n"),
+        ("http://127.0.0.1:2/sse", "http://user:hunter2@127.0.0.1:2/sse"),
+        ("http://127.0.0.1:2/sse", "http://user:hun ter2@127.0.0.1:2/sse"),
+        ("http://127.0.0.1:2/sse", "file:///etc/passwd"),
+    ] {
+        println!("{to:?}\n   => {:?}", scenario_errors(&GOOD_SCENARIO.replacen(from, to, 1)));
+    }
+    let providers_at = GOOD_SCENARIO.find("providers:").unwrap();
+    let clients_at = GOOD_SCENARIO.find("clients:").unwrap();
+    let t = format!("{}providers: {{}}\n{}", &GOOD_SCENARIO[..providers_at], &GOOD_SCENARIO[clients_at..]);
+    println!("empty => {:?}", scenario_errors(&t));
+    let t = format!("{}providers:\n{}", &GOOD_SCENARIO[..providers_at], &GOOD_SCENARIO[clients_at..]);
+    println!("null => {:?}", scenario_errors(&t));
 }
