@@ -82,7 +82,7 @@ async fn discover(
 pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redactor) -> i32 {
     eprintln!("error: invalid {what}:");
     for e in &errors.0 {
-        eprintln!("  {}", redactor.redact(&e.to_string()));
+        eprintln!("  {}", crate::text::sanitize(&redactor.redact(&e.to_string())));
     }
     exit::USAGE
 }
@@ -156,11 +156,12 @@ pub fn execute(request: RunRequest) -> i32 {
                     Some(Arc::new(Deployment::new(mode, &project, Some(engine), scenario.clone(), topology)))
                 }
                 Err(DiscoveryError::Scenario(message)) => {
-                    eprintln!("error: invalid scenario {}: {}", scenario.file.display(), redactor.redact(&message));
+                    let message = crate::text::sanitize(&redactor.redact(&message));
+                    eprintln!("error: invalid scenario {}: {message}", scenario.file.display());
                     return exit::USAGE;
                 }
                 Err(DiscoveryError::Infrastructure(message)) => {
-                    eprintln!("error: {}", redactor.redact(&message));
+                    eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
                     // Reports still say what was planned and why none of it ran.
                     let reason = format!("not run: {message}");
                     let results = selected
@@ -225,7 +226,25 @@ fn finish(tests: &Arguments, report: &RunReport, unselected: &[String], outputs:
         }
         Err(e) => {
             eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&e.to_string())));
-            if code == exit::CHECK_FAILED { code } else { exit::INFRASTRUCTURE }
+            exit_when_reports_fail(code)
         }
+    }
+}
+
+/// The exit code of a run whose reports could not be written: a failed check still
+/// outranks it (the contract is broken either way); otherwise the harness failed.
+fn exit_when_reports_fail(run_code: i32) -> i32 {
+    if run_code == exit::CHECK_FAILED { run_code } else { exit::INFRASTRUCTURE }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_check_outranks_a_report_that_cannot_be_written() {
+        assert_eq!(exit_when_reports_fail(exit::CHECK_FAILED), exit::CHECK_FAILED);
+        assert_eq!(exit_when_reports_fail(exit::OK), exit::INFRASTRUCTURE);
+        assert_eq!(exit_when_reports_fail(exit::INFRASTRUCTURE), exit::INFRASTRUCTURE);
     }
 }

@@ -115,7 +115,20 @@ struct ProbeArgs {
 }
 
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version go to stdout as clap writes them.
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return exit::OK;
+        }
+        // An argument is echoed in the error: it may hold control characters.
+        Err(e) => {
+            let text = e.render().to_string();
+            eprintln!("{}", text.trim_end().lines().map(crate::text::sanitize).collect::<Vec<_>>().join("\n"));
+            return exit::USAGE;
+        }
+    };
     let redactor = Redactor::new();
     match cli.command {
         Command::Run { suite, scenario, results, project, tests }
@@ -134,7 +147,7 @@ pub fn main() -> i32 {
         Command::Probe(args) => match probe_request(*args, &redactor) {
             Ok(request) => app::execute(request),
             Err(message) => {
-                eprintln!("error: {}", redactor.redact(&message));
+                eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
                 exit::USAGE
             }
         },

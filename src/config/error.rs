@@ -147,6 +147,11 @@ fn budget_words(err: &serde_saphyr::Error) -> Option<String> {
             B::AliasAnchorRatio { aliases, anchors } => limit(format!(
                 "{aliases} aliases expand only {anchors} anchors: an alias expansion (\"billion laughs\") is refused"
             )),
+            B::RecordedAnchorEvents { .. } | B::RecordedAnchorBytes { .. } => limit(
+                "its anchors (`&name`) hold too much to copy for their aliases: an alias expansion (\"billion laughs\") is refused".into(),
+            ),
+            B::CommentBytes { .. } => limit("its comments are too long".into()),
+            B::InputBytes { .. } => limit("it is too large".into()),
             other => limit(format!("{other:?}")),
         },
         E::AliasReplayLimitExceeded { max_total_replayed_events, .. } => limit(format!(

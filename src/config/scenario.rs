@@ -458,6 +458,9 @@ impl Validator<'_> {
 /// in credential references, where they are redacted). The error never echoes a password.
 pub fn endpoint_url(text: &str) -> Result<Url, String> {
     let shown = super::strict::echo(&mask_userinfo(text));
+    if text.chars().any(char::is_control) {
+        return Err(format!("`{shown}` holds a control character: no URL does"));
+    }
     let url = Url::parse(text).map_err(|e| format!("`{shown}` is not a URL: {e}"))?;
     if !url.username().is_empty() || url.password().is_some() || credential::has_userinfo(text) {
         return Err(format!(
