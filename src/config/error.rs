@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde_saphyr::Location;
 
+use crate::text::sanitize;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
     pub file: PathBuf,
@@ -16,19 +18,21 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
+    /// Keys and messages quote what the file holds (ids, names, values): any control
+    /// character in them is escaped here, once for every sink.
     pub fn at(file: &Path, location: &Location, key: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             file: file.to_path_buf(),
             line: location.line(),
             column: location.column(),
-            key: key.into(),
-            message: message.into(),
+            key: sanitize(&key.into()),
+            message: sanitize(&message.into()),
         }
     }
 
     /// For errors with no place in the file (the file is missing or unreadable).
     pub fn whole_file(file: &Path, message: impl Into<String>) -> Self {
-        Self { file: file.to_path_buf(), line: 0, column: 0, key: String::new(), message: message.into() }
+        Self { file: file.to_path_buf(), line: 0, column: 0, key: String::new(), message: sanitize(&message.into()) }
     }
 }
 
@@ -180,7 +184,7 @@ fn first_line(rendered: &str) -> String {
         Some(at) if message[at..].contains(", column ") => &message[..at],
         _ => message,
     };
-    crate::text::sanitize(&plain(message))
+    sanitize(&plain(message))
 }
 
 /// Rewords the parser's hints that speak to library users rather than to engineers.

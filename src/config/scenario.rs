@@ -207,7 +207,12 @@ impl Scenario {
     /// Loads, validates and resolves every credential, registering each with `redactor`.
     pub fn load(path: &Path, redactor: &Redactor) -> Result<Scenario, ConfigErrors> {
         let text = read_file(path)?;
-        let raw: ScenarioFile = parse_yaml(path, &text)?;
+        Self::from_text(path, &text, redactor)
+    }
+
+    /// [`Scenario::load`] of text already read; credential files resolve relative to `path`.
+    pub fn from_text(path: &Path, text: &str, redactor: &Redactor) -> Result<Scenario, ConfigErrors> {
+        let raw: ScenarioFile = parse_yaml(path, text)?;
         Validator { file: path, errors: Vec::new() }.resolve(raw, redactor)
     }
 }

@@ -403,4 +403,6 @@ impl McpClient {
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;
