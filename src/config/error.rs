@@ -196,6 +196,10 @@ fn plain(message: &str) -> String {
     match message {
         "expected sequence start" => return "expected a list (`[a, b]`, or one `- item` a line)".into(),
         "expected mapping start" => return "expected a mapping (`key: value` lines, or `{ key: value }`)".into(),
+        "expected string scalar" => return "expected text (one value, not a list or a mapping)".into(),
+        "expected end of mapping after enum variant value" => {
+            return "holds more than one choice: give exactly one key here".into();
+        }
         _ => {}
     }
     if let Some(ty) = message.strip_prefix("invalid ").filter(|t| !t.contains(' ')) {
