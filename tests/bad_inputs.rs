@@ -75,6 +75,11 @@ enum Setup {
         path: String,
         hex: String,
     },
+    /// A file with this text (after substitution).
+    File {
+        path: String,
+        text: String,
+    },
     /// `head`, then `unit` `count` times, then `tail`.
     Generate {
         path: String,
@@ -183,6 +188,7 @@ fn prepare(dir: &Path, case: &Case, vars: &[(&str, &str)]) {
                 std::fs::File::create(dir.join(path)).unwrap().set_len(*bytes).unwrap();
             }
             Setup::Hex { path, hex } => std::fs::write(dir.join(path), hex::decode(hex).unwrap()).unwrap(),
+            Setup::File { path, text } => std::fs::write(dir.join(path), substitute(text, vars)).unwrap(),
             Setup::Generate { path, head, unit, count, tail } => {
                 let text = format!("{head}{}{tail}", unit.repeat(*count));
                 std::fs::write(dir.join(path), substitute(&text, vars)).unwrap();

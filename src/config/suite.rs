@@ -311,6 +311,8 @@ impl Suite {
             outputs.origins.insert(key, format!("{}:{}:{}", path.display(), at.line(), at.column()));
         }
         for (key, problem) in outputs.name_problems() {
+            let name = outputs.files().into_iter().find(|(k, ..)| *k == key).map(|(_, n, _)| n.to_string());
+            let problem = format!("`{}` {problem}", super::strict::echo(&name.unwrap_or_default()));
             errors.push(match locations.iter().find(|(k, _)| *k == key) {
                 Some((_, at)) => ConfigError::at(path, at, key, problem),
                 None => ConfigError { key: key.into(), ..ConfigError::whole_file(path, problem) },

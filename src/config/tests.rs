@@ -202,9 +202,9 @@ fn suite_errors_point_at_the_key(#[case] text: &str, #[case] expected: &str) {
 #[case::zero_exchange("timeouts: { exchange: 0s }\n", "3:23: timeouts.exchange: must be longer than zero")]
 #[case::yaml11_boolean("concurrency: yes\n", "concurrency: expected a whole number from 1 to 256, got `yes`")]
 #[case::scalar_for_list("families: contract\n", "families: expected a list")]
-#[case::output_escapes("outputs: { junit: ../x.xml }\n", "3:19: outputs.junit: leaves the output directory")]
-#[case::output_absolute("outputs: { json: /tmp/r.json }\n", "outputs.json: is an absolute path")]
-#[case::outputs_collide("outputs: { json: junit.xml }\n", "outputs.json: is also where outputs.junit goes")]
+#[case::output_escapes("outputs: { junit: ../x.xml }\n", "3:19: outputs.junit: `../x.xml` leaves the output directory")]
+#[case::output_absolute("outputs: { json: /tmp/r.json }\n", "outputs.json: `/tmp/r.json` is an absolute path")]
+#[case::outputs_collide("outputs: { json: junit.xml }\n", "outputs.json: `junit.xml` is also where outputs.junit goes")]
 #[case::two_documents("---\nmode: host\n", "the file exceeds a parser limit: it holds 2 YAML documents")]
 fn suite_values_are_strict(#[case] tail: &str, #[case] expected: &str) {
     let text = if tail.starts_with("families") {
