@@ -411,3 +411,15 @@ fn base64_matches_the_reference() {
     assert_eq!(base64(b"fooba", b"+/"), "Zm9vYmE=");
     assert_eq!(base64(b"\xfb\xff", b"-_"), "-_8=");
 }
+
+#[test]
+fn the_output_checks_catch_what_they_look_for() {
+    assert_eq!(forging_characters("ok\n\ttab \u{1b}[2J \u{85} \u{202e}"), ["U+001B", "U+0085", "U+202E"]);
+    let forms = secret_forms("s3cr3t-value");
+    for leaked in ["czNjcjN0LXZhbHVl", "7333637233742d76616c7565"] {
+        assert!(
+            forms.iter().any(|f| leaked.contains(f.as_str()) || f.contains(leaked)),
+            "{leaked} not among {forms:?}"
+        );
+    }
+}
