@@ -4,8 +4,12 @@
 #   cordon-busybox:dev  FROM scratch + Debian's busybox-static, applets installed in /bin
 # Idempotent; prints every step; stops at the first failure.
 #
+# Usage: build-images.sh [--print-binary]
+#   --print-binary  only build the static fixture binary and print its path (no Docker).
+#
 # Env: FIXTURE_TAG (default cordon-fixture:dev), BUSYBOX_TAG (default cordon-busybox:dev),
-#      BUSYBOX (default /bin/busybox), CARGO (default cargo).
+#      BUSYBOX (default /bin/busybox), CARGO (default cargo). CARGO_TARGET_DIR and cargo
+#      configuration are honoured: cargo itself says where it put the binary.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -20,9 +24,28 @@ say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'build-images.sh: error: %s\n' "$*" >&2; exit 1; }
 run() { printf '+ %s\n' "$*" >&2; "$@"; }
 
-command -v docker >/dev/null || die "docker CLI not found"
-docker info >/dev/null 2>&1 || die "docker engine not reachable (start dockerd)"
+print_binary=false
+case "${1:-}" in
+    --print-binary) print_binary=true ;;
+    "") ;;
+    *) die "unknown argument: $1 (usage: build-images.sh [--print-binary])" ;;
+esac
+
 command -v "$cargo" >/dev/null || die "cargo not found"
+if ! $print_binary; then
+    command -v docker >/dev/null || die "docker CLI not found"
+    docker info >/dev/null 2>&1 || die "docker engine not reachable (start dockerd)"
+fi
+
+# Builds the static fixture binary and prints the path cargo reports for it: with
+# CARGO_TARGET_DIR set (or a build.target-dir in cargo's config) it is not under
+# fixtures/target, and a guessed path would find nothing, or a stale binary.
+build_fixture() {
+    printf '+ %s\n' "$cargo build --release --locked --target $target --manifest-path $repo/fixtures/Cargo.toml --message-format=json-render-diagnostics" >&2
+    RUSTFLAGS="-C target-feature=+crt-static" "$cargo" build --release --locked --target "$target" \
+        --manifest-path "$repo/fixtures/Cargo.toml" --message-format=json-render-diagnostics \
+        | sed -n 's/.*"executable":"\([^"]*\/cordon-fixture\)".*/\1/p' | tail -n 1
+}
 
 ctx="$(mktemp -d -t cordon-images.XXXXXX)"
 trap 'rm -rf "$ctx"' EXIT
@@ -30,14 +53,17 @@ trap 'rm -rf "$ctx"' EXIT
 # 1. The static fixture binary.
 say "building the static cordon-fixture binary ($target, crt-static)"
 start=$(date +%s)
-RUSTFLAGS="-C target-feature=+crt-static" run "$cargo" build --release --locked \
-    --target "$target" --manifest-path "$repo/fixtures/Cargo.toml"
-bin="$repo/fixtures/target/$target/release/cordon-fixture"
-[ -x "$bin" ] || die "expected binary at $bin"
+bin="$(build_fixture)" || die "cargo build of the fixtures failed"
+[ -n "$bin" ] || die "cargo reported no cordon-fixture executable"
+[ -x "$bin" ] || die "cargo reported $bin, which is not an executable file"
 if command -v file >/dev/null; then
     file "$bin" | grep -Eq 'statically linked|static-pie linked' || die "$bin is not statically linked: $(file "$bin")"
 fi
 say "binary ready in $(( $(date +%s) - start ))s: $bin ($(du -h "$bin" | cut -f1))"
+if $print_binary; then
+    printf '%s\n' "$bin"
+    exit 0
+fi
 
 # 2. Busybox: Debian's busybox-static (the dynamic `busybox` package would not run FROM scratch).
 is_static() { [ -x "$1" ] && command -v file >/dev/null && file -L "$1" | grep -Eq 'statically linked|static-pie linked'; }

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant, SystemTime};
 use libtest_mimic::Arguments;
 
 use crate::checks;
-use crate::config::{ConfigErrors, Mode, Scenario, Suite};
+use crate::config::{ConfigErrors, Mode, Outputs, Scenario, Suite};
 use crate::deployment::Deployment;
 use crate::engine::Engine;
 use crate::exit;
-use crate::model::{CheckName, RunReport};
+use crate::model::{CheckName, CheckResult, RunReport, Verdict};
 use crate::netns::{self, NsPool};
 use crate::report::live::{LiveConsole, LiveEvents};
 use crate::report::{self, console};
@@ -51,9 +51,10 @@ async fn discover(
     scenario: &Scenario,
     deadline: Duration,
     retry: Duration,
+    connect_timeout: Duration,
 ) -> Result<(Engine, Topology), DiscoveryError> {
     let infra = |e: String| DiscoveryError::Infrastructure(e);
-    let engine = Engine::connect().await.map_err(|e| infra(e.to_string()))?;
+    let engine = Engine::connect_within(connect_timeout).await.map_err(|e| infra(e.to_string()))?;
     let started = Instant::now();
     // Right after a deploy some containers may not be running yet: wait for them as
     // for any other not-ready answer, up to the suite's deadline.
@@ -82,7 +83,7 @@ async fn discover(
 pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redactor) -> i32 {
     eprintln!("error: invalid {what}:");
     for e in &errors.0 {
-        eprintln!("  {}", redactor.redact(&e.to_string()));
+        eprintln!("  {}", crate::text::sanitize(&redactor.redact(&e.to_string())));
     }
     exit::USAGE
 }
@@ -90,7 +91,7 @@ pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redact
 pub fn execute(request: RunRequest) -> i32 {
     let RunRequest { scenario, mut suite, redactor, tests, results_dir, project } = request;
     if let Some(dir) = results_dir {
-        suite.outputs.dir = dir;
+        suite.outputs.override_dir(dir, "--results");
     }
     let planned: Vec<Arc<dyn Check>> = checks::plan(&scenario, &suite);
     let names: Vec<CheckName> = planned.iter().map(|c| c.name().clone()).collect();
@@ -117,6 +118,14 @@ pub fn execute(request: RunRequest) -> i32 {
         eprintln!("error: no check matches the filter (planned: {}); see --list", names.len());
         return exit::USAGE;
     }
+    // Before anything runs: a report that cannot be written fails now, not after the run.
+    if let Err(errors) = suite.outputs.prepare() {
+        eprintln!("error: invalid outputs:");
+        for e in errors {
+            eprintln!("  {}", crate::text::sanitize(&redactor.redact(&e)));
+        }
+        return exit::USAGE;
+    }
 
     let started_at = SystemTime::now();
     let started = Instant::now();
@@ -141,17 +150,35 @@ pub fn execute(request: RunRequest) -> i32 {
                 return exit::USAGE;
             };
             eprintln!("resolving compose project `{project}` through the Docker engine");
-            match runtime.block_on(discover(&project, &scenario, suite.deadline, suite.retry_interval)) {
+            let connect_timeout = suite.limits.connect_timeout;
+            match runtime.block_on(discover(&project, &scenario, suite.deadline, suite.retry_interval, connect_timeout))
+            {
                 Ok((engine, topology)) => {
                     Some(Arc::new(Deployment::new(mode, &project, Some(engine), scenario.clone(), topology)))
                 }
                 Err(DiscoveryError::Scenario(message)) => {
-                    eprintln!("error: invalid scenario {}: {}", scenario.file.display(), redactor.redact(&message));
+                    let message = crate::text::sanitize(&redactor.redact(&message));
+                    eprintln!("error: invalid scenario {}: {message}", scenario.file.display());
                     return exit::USAGE;
                 }
                 Err(DiscoveryError::Infrastructure(message)) => {
-                    eprintln!("error: {}", redactor.redact(&message));
-                    return exit::INFRASTRUCTURE;
+                    eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
+                    // Reports still say what was planned and why none of it ran.
+                    let reason = format!("not run: {message}");
+                    let results = selected
+                        .iter()
+                        .map(|c| CheckResult::new(c.name(), Verdict::Unreachable, reason.clone()))
+                        .collect();
+                    let report = RunReport {
+                        scenario: scenario_name,
+                        suite: suite_name,
+                        mode,
+                        started_at,
+                        duration: started.elapsed(),
+                        results,
+                        filtered_out: unselected.len(),
+                    };
+                    return finish(&tests, &report, &unselected, &outputs, &redactor, None);
                 }
             }
         }
@@ -173,7 +200,23 @@ pub fn execute(request: RunRequest) -> i32 {
         results,
         filtered_out: unselected.len(),
     };
-    console.finish(unselected.len(), report.duration.as_secs_f64());
+    finish(&tests, &report, &unselected, &outputs, &redactor, Some(&console))
+}
+
+/// Prints the console summary, writes the reports and picks the exit code. A failed check
+/// outranks a report that could not be written; that otherwise is an infrastructure error.
+fn finish(
+    tests: &Arguments,
+    report: &RunReport,
+    unselected: &[String],
+    outputs: &Outputs,
+    redactor: &Redactor,
+    live: Option<&LiveConsole>,
+) -> i32 {
+    match live {
+        Some(console) => console.finish(unselected.len(), report.duration.as_secs_f64()),
+        None => console::print(tests, report, unselected, redactor),
+    }
     // A JSON console stream stays pure JSON: the human lines go to stderr then.
     let json = tests.format == Some(libtest_mimic::FormatSetting::Json);
     let say = |line: String| if json { eprintln!("{line}") } else { println!("{line}") };
@@ -194,16 +237,35 @@ pub fn execute(request: RunRequest) -> i32 {
         c.stale_baseline,
         report.duration.as_secs_f64()
     ));
-    match report::write_all(&report, &outputs, &redactor) {
+    let code = report.exit_code();
+    match report::write_all(report, outputs, redactor) {
         Ok(paths) => {
             for p in paths {
                 say(format!("wrote {}", p.display()));
             }
+            code
         }
         Err(e) => {
-            eprintln!("error: {}", redactor.redact(&e.to_string()));
-            return exit::INFRASTRUCTURE;
+            eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&e.to_string())));
+            exit_when_reports_fail(code)
         }
     }
-    report.exit_code()
+}
+
+/// The exit code of a run whose reports could not be written: a failed check still
+/// outranks it (the contract is broken either way); otherwise the harness failed.
+fn exit_when_reports_fail(run_code: i32) -> i32 {
+    if run_code == exit::CHECK_FAILED { run_code } else { exit::INFRASTRUCTURE }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_check_outranks_a_report_that_cannot_be_written() {
+        assert_eq!(exit_when_reports_fail(exit::CHECK_FAILED), exit::CHECK_FAILED);
+        assert_eq!(exit_when_reports_fail(exit::OK), exit::INFRASTRUCTURE);
+        assert_eq!(exit_when_reports_fail(exit::INFRASTRUCTURE), exit::INFRASTRUCTURE);
+    }
 }

@@ -3,16 +3,16 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
-use libtest_mimic::Arguments;
-use url::Url;
-
 use crate::app::{self, RunRequest};
+use crate::config::credential::{self, Source};
 use crate::config::duration::parse_duration;
+use crate::config::scenario::endpoint_url;
 use crate::config::{Expectation, Provider, ReadSpec, Refusal, Scenario, Suite, ToolsContract};
 use crate::exit;
 use crate::mcp::{Limits, Transport};
-use crate::secret::{MIN_SECRET_LEN, Redactor};
+use crate::secret::Redactor;
+use clap::{Parser, Subcommand};
+use libtest_mimic::Arguments;
 
 #[derive(Parser)]
 #[command(name = "cordon", version, about = "End-to-end contract and isolation checks for MCP deployments")]
@@ -80,7 +80,7 @@ enum Command {
 #[derive(clap::Args)]
 struct ProbeArgs {
     /// The MCP endpoint, e.g. http://127.0.0.1:8000/mcp (or the /sse URL with --transport sse).
-    url: Url,
+    url: String,
     #[arg(long, value_parser = ["streamable-http", "sse"], default_value = "streamable-http")]
     transport: String,
     /// Environment variable holding the bearer the endpoint must accept.
@@ -126,7 +126,20 @@ struct ProbeArgs {
 }
 
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version go to stdout as clap writes them.
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return exit::OK;
+        }
+        // An argument is echoed in the error: it may hold control characters.
+        Err(e) => {
+            let text = e.render().to_string();
+            eprintln!("{}", text.trim_end().lines().map(crate::text::sanitize).collect::<Vec<_>>().join("\n"));
+            return exit::USAGE;
+        }
+    };
     let redactor = Redactor::new();
     match cli.command {
         Command::Run { suite, scenario, results, project, tests }
@@ -135,7 +148,7 @@ pub fn main() -> i32 {
                 Ok(s) => s,
                 Err(e) => return app::report_config_errors("scenario", &e, &redactor),
             };
-            let suite = match Suite::load(&suite) {
+            let suite = match Suite::load_or_built_in(&suite) {
                 Ok(s) => s,
                 Err(e) => return app::report_config_errors("suite", &e, &redactor),
             };
@@ -146,7 +159,7 @@ pub fn main() -> i32 {
         Command::Probe(args) => match probe_request(*args, &redactor) {
             Ok(request) => app::execute(request),
             Err(message) => {
-                eprintln!("error: {}", redactor.redact(&message));
+                eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
                 exit::USAGE
             }
         },
@@ -154,12 +167,9 @@ pub fn main() -> i32 {
 }
 
 fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, String> {
+    let url = endpoint_url(&args.url).map_err(|e| format!("the endpoint URL: {e}"))?;
     let read_secret = |flag: &str, var: &str| -> Result<String, String> {
-        let value = std::env::var(var).map_err(|_| format!("{flag}: environment variable `{var}` is not set"))?;
-        if value.trim().len() < MIN_SECRET_LEN {
-            return Err(format!("{flag}: the value of `{var}` is shorter than {MIN_SECRET_LEN} characters"));
-        }
-        Ok(value.trim().to_string())
+        credential::load(Source::Env(var)).map_err(|e| format!("{flag}: {e}"))
     };
     let mut credentials = BTreeMap::new();
     credentials.insert("probe".to_string(), redactor.register("probe", read_secret("--bearer-env", &args.bearer_env)?));
@@ -189,14 +199,18 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         }
     };
     let duration = |flag: &str, v: &str| parse_duration(v).map_err(|e| format!("{flag}: {e}"));
+    let positive = |flag: &str, v: &str| match duration(flag, v)? {
+        d if d.is_zero() => Err(format!("{flag}: must be longer than zero")),
+        d => Ok(d),
+    };
     let limits = Limits {
-        connect_timeout: duration("--connect-timeout", &args.connect_timeout)?,
-        read_timeout: duration("--read-timeout", &args.read_timeout)?,
+        connect_timeout: positive("--connect-timeout", &args.connect_timeout)?,
+        read_timeout: positive("--read-timeout", &args.read_timeout)?,
         ..Limits::default()
     };
     let provider = Provider {
         id: "probe".into(),
-        url: args.url.clone(),
+        url: url.clone(),
         transport: if args.transport == "sse" { Transport::Sse } else { Transport::StreamableHttp },
         credential: "probe".into(),
         refusal: if args.refusal_jsonrpc { Refusal::JsonrpcError } else { Refusal::HttpStatus },
@@ -216,7 +230,7 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         networks: vec![],
     };
     let scenario = Scenario {
-        name: format!("probe {}", args.url),
+        name: format!("probe {url}"),
         project: None,
         file: PathBuf::from("<probe>"),
         providers: vec![provider],

@@ -1,12 +1,17 @@
 //! Scenario and suite files: parsed, validated, with errors that point at file:line:column.
+pub mod credential;
 pub mod duration;
 pub mod error;
+mod keys;
+pub mod outputs;
 pub mod scenario;
+pub mod strict;
 pub mod suite;
 
 pub use error::{ConfigError, ConfigErrors};
+pub use outputs::Outputs;
 pub use scenario::{AppSpec, Client, Expectation, Provider, ReadSpec, Refusal, Scenario, ToolsContract};
-pub use suite::{Family, KnownFailure, Mode, Outputs, Suite};
+pub use suite::{Family, KnownFailure, Mode, Suite};
 
 #[cfg(test)]
 mod tests;

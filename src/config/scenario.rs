@@ -7,9 +7,11 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 use url::Url;
 
+use super::credential::{self, Source, mask_userinfo};
 use super::error::{ConfigError, ConfigErrors, parse_yaml, read_file};
+use super::strict::{Flag, Port};
 use crate::mcp::Transport;
-use crate::secret::{MIN_SECRET_LEN, Redactor, Secret};
+use crate::secret::{Redactor, Secret};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -19,7 +21,8 @@ struct ScenarioFile {
     project: Option<String>,
     #[serde(default)]
     credentials: BTreeMap<String, Spanned<CredentialRef>>,
-    providers: BTreeMap<String, Spanned<ProviderFile>>,
+    /// Optional here so that an empty or missing list gets its own words.
+    providers: Option<Spanned<BTreeMap<String, Spanned<ProviderFile>>>>,
     #[serde(default)]
     clients: BTreeMap<String, Spanned<ClientFile>>,
 }
@@ -46,12 +49,12 @@ struct ProviderFile {
     tools: Spanned<ToolsFile>,
     read: Option<Spanned<ReadFile>>,
     #[serde(default)]
-    disabled: bool,
+    disabled: Flag,
     #[serde(default)]
-    app_ports: Vec<u16>,
+    app_ports: Vec<Port>,
     service: Option<String>,
     sidecar: Option<Spanned<SidecarFile>>,
-    app: Option<AppSpec>,
+    app: Option<AppFile>,
     /// The compose networks the provider lives on: for a disabled provider, containers on
     /// them are probe positions besides the clients.
     #[serde(default)]
@@ -67,12 +70,18 @@ struct SidecarFile {
 
 /// The application behind an adapter sidecar: its containers count as the provider's
 /// for lateral reach.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone)]
 pub struct AppSpec {
     pub service: String,
     /// Required: an app with no listed port would never be probed for lateral reach.
     pub ports: Vec<u16>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppFile {
+    service: String,
+    ports: Vec<Port>,
 }
 
 fn default_transport() -> Transport {
@@ -87,7 +96,7 @@ struct ToolsFile {
     #[serde(default)]
     mutating: Vec<String>,
     #[serde(default)]
-    mutating_enabled: bool,
+    mutating_enabled: Flag,
 }
 
 #[derive(Debug, Deserialize)]
@@ -198,7 +207,12 @@ impl Scenario {
     /// Loads, validates and resolves every credential, registering each with `redactor`.
     pub fn load(path: &Path, redactor: &Redactor) -> Result<Scenario, ConfigErrors> {
         let text = read_file(path)?;
-        let raw: ScenarioFile = parse_yaml(path, &text)?;
+        Self::from_text(path, &text, redactor)
+    }
+
+    /// [`Scenario::load`] of text already read; credential files resolve relative to `path`.
+    pub fn from_text(path: &Path, text: &str, redactor: &Redactor) -> Result<Scenario, ConfigErrors> {
+        let raw: ScenarioFile = parse_yaml(path, text)?;
         Validator { file: path, errors: Vec::new() }.resolve(raw, redactor)
     }
 }
@@ -221,10 +235,21 @@ impl Validator<'_> {
     fn resolve(mut self, raw: ScenarioFile, redactor: &Redactor) -> Result<Scenario, ConfigErrors> {
         let credential_ids: Vec<&String> = raw.credentials.keys().collect();
         let client_ids: Vec<&String> = raw.clients.keys().collect();
-        let provider_ids: Vec<&String> = raw.providers.keys().collect();
+        let empty = BTreeMap::new();
+        let provider_map = raw.providers.as_ref().map_or(&empty, |p| &p.value);
+        if provider_map.is_empty() {
+            let message = "no provider is listed: the scenario would check nothing".to_string();
+            match &raw.providers {
+                Some(p) => self.error(&p.referenced, "providers".into(), message),
+                None => self
+                    .errors
+                    .push(ConfigError { key: "providers".into(), ..ConfigError::whole_file(self.file, message) }),
+            }
+        }
+        let provider_ids: Vec<&String> = provider_map.keys().collect();
 
         let mut providers = Vec::new();
-        for (id, spanned) in &raw.providers {
+        for (id, spanned) in provider_map {
             let at = &spanned.referenced;
             let p = &spanned.value;
             let key = format!("providers.{id}");
@@ -235,22 +260,10 @@ impl Validator<'_> {
                     format!("provider id `{id}` may hold only letters, digits, `-`, `_` and `.`"),
                 );
             }
-            let url = match Url::parse(&p.url.value) {
-                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Some(u),
-                Ok(u) => {
-                    self.error(
-                        &p.url.referenced,
-                        format!("{key}.url"),
-                        format!(
-                            "`{}` must be an http or https URL with a host (got scheme `{}`)",
-                            p.url.value,
-                            u.scheme()
-                        ),
-                    );
-                    None
-                }
-                Err(e) => {
-                    self.error(&p.url.referenced, format!("{key}.url"), format!("`{}` is not a URL: {e}", p.url.value));
+            let url = match endpoint_url(&p.url.value) {
+                Ok(u) => Some(u),
+                Err(message) => {
+                    self.error(&p.url.referenced, format!("{key}.url"), message);
                     None
                 }
             };
@@ -332,18 +345,21 @@ impl Validator<'_> {
                         allowlist: p.tools.value.allowlist.clone(),
                         schema_sha256: p.tools.value.schema_sha256.as_ref().map(|h| h.value.to_ascii_lowercase()),
                         mutating: p.tools.value.mutating.clone(),
-                        mutating_enabled: p.tools.value.mutating_enabled,
+                        mutating_enabled: p.tools.value.mutating_enabled.0,
                     },
                     read: p.read.as_ref().map(|r| ReadSpec {
                         tool: r.value.tool.clone(),
                         arguments: r.value.arguments.clone(),
                         expect: r.value.expect.clone(),
                     }),
-                    disabled: p.disabled,
-                    app_ports: p.app_ports.clone(),
+                    disabled: p.disabled.0,
+                    app_ports: p.app_ports.iter().map(|p| p.0).collect(),
                     service: p.service.clone().unwrap_or_else(|| id.clone()),
                     sidecar_networks: p.sidecar.as_ref().map(|s| s.value.networks.clone()),
-                    app: p.app.clone(),
+                    app: p
+                        .app
+                        .as_ref()
+                        .map(|a| AppSpec { service: a.service.clone(), ports: a.ports.iter().map(|p| p.0).collect() }),
                     networks: p.networks.clone(),
                 });
             }
@@ -360,7 +376,7 @@ impl Validator<'_> {
                 );
             }
             for (provider, credential) in &spanned.value.credentials {
-                if !raw.providers.contains_key(provider) {
+                if !provider_map.contains_key(provider) {
                     self.error(
                         &credential.referenced,
                         format!("{key}.credentials.{provider}"),
@@ -422,35 +438,44 @@ impl Validator<'_> {
                 );
             }
             seen.push(tool);
-            if p.tools.value.mutating.contains(tool) && !p.tools.value.mutating_enabled {
+            if p.tools.value.mutating.contains(tool) && !p.tools.value.mutating_enabled.0 {
                 self.error(&p.tools.referenced, format!("{key}.tools.allowlist"), format!("tool `{tool}` is listed as mutating while `mutating_enabled` is false: the contract contradicts itself"));
             }
         }
     }
 
     fn read_credential(&self, reference: &CredentialRef) -> Result<String, String> {
-        let value = match reference {
-            CredentialRef::Env(var) => {
-                std::env::var(var).map_err(|_| format!("environment variable `{var}` is not set"))?
-            }
+        match reference {
+            CredentialRef::Env(var) => credential::load(Source::Env(var)),
             CredentialRef::File(path) => {
                 let path = if path.is_absolute() {
                     path.clone()
                 } else {
                     self.file.parent().unwrap_or(Path::new(".")).join(path)
                 };
-                std::fs::read_to_string(&path)
-                    .map_err(|e| format!("cannot read credential file `{}`: {e}", path.display()))?
+                credential::load(Source::File(&path))
             }
-        };
-        let value = value.trim().to_string();
-        if value.len() < MIN_SECRET_LEN {
-            return Err(format!(
-                "the credential is shorter than {MIN_SECRET_LEN} characters, too short to be a real secret (and to be redacted safely)"
-            ));
         }
-        Ok(value)
     }
+}
+
+/// An MCP endpoint URL: http or https, with a host, and no credentials in it (they belong
+/// in credential references, where they are redacted). The error never echoes a password.
+pub fn endpoint_url(text: &str) -> Result<Url, String> {
+    let shown = super::strict::echo(&mask_userinfo(text));
+    if text.chars().any(char::is_control) {
+        return Err(format!("`{shown}` holds a control character: no URL does"));
+    }
+    let url = Url::parse(text).map_err(|e| format!("`{shown}` is not a URL: {e}"))?;
+    if !url.username().is_empty() || url.password().is_some() || credential::has_userinfo(text) {
+        return Err(format!(
+            "`{shown}` carries a user name or password: put the secret in a credential reference (`{{ env: VAR }}` or `{{ file: path }}`), never in the URL"
+        ));
+    }
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("`{shown}` must be an http or https URL with a host (got scheme `{}`)", url.scheme()));
+    }
+    Ok(url)
 }
 
 fn list(ids: &[&String]) -> String {

@@ -8,7 +8,20 @@ use serde_saphyr::Spanned;
 
 use super::duration::{HumanDuration, HumanSize};
 use super::error::{ConfigError, ConfigErrors, parse_yaml, read_file};
+use super::outputs::{DIR_KEY, Outputs};
+use super::strict::Whole;
 use crate::mcp::Limits;
+
+/// The suites shipped with cordon, built into the binary: a release binary run outside
+/// the checkout still finds `--suite suites/compose.yaml`. A file at that path wins.
+pub const BUILT_IN: [(&str, &str); 2] = [
+    ("suites/compose.yaml", include_str!("../../suites/compose.yaml")),
+    ("suites/local.yaml", include_str!("../../suites/local.yaml")),
+];
+
+/// Most bytes one response (and one listing's pages together) may be allowed to hold:
+/// the cap bounds cordon's memory, so it is bounded too.
+pub const MAX_RESPONSE_BYTES_LIMIT: u64 = 256 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -63,7 +76,8 @@ struct SuiteFile {
     timeouts: TimeoutsFile,
     #[serde(default)]
     limits: LimitsFile,
-    concurrency: Option<Spanned<usize>>,
+    /// Checks (hence namespaces, one OS thread each) at once.
+    concurrency: Option<Whole<usize, 1, 256>>,
     #[serde(default)]
     known_failures: Vec<Spanned<KnownFailureFile>>,
     #[serde(default)]
@@ -84,9 +98,9 @@ struct TimeoutsFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LimitsFile {
-    max_response_bytes: Option<HumanSize>,
-    max_pages: Option<usize>,
-    max_tools: Option<usize>,
+    max_response_bytes: Option<Spanned<HumanSize>>,
+    max_pages: Option<Whole<usize, 1, 10_000>>,
+    max_tools: Option<Whole<usize, 1, 1_000_000>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -99,10 +113,11 @@ struct KnownFailureFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct OutputsFile {
-    dir: Option<PathBuf>,
-    junit: Option<String>,
-    json: Option<String>,
-    markdown: Option<String>,
+    dir: Option<Spanned<PathBuf>>,
+    junit: Option<Spanned<String>>,
+    json: Option<Spanned<String>>,
+    markdown: Option<Spanned<String>>,
+    html: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -127,37 +142,6 @@ pub struct KnownFailure {
     pub origin: ConfigError,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outputs {
-    pub dir: PathBuf,
-    pub junit: String,
-    pub json: String,
-    pub markdown: String,
-}
-
-impl Default for Outputs {
-    fn default() -> Self {
-        Self {
-            dir: PathBuf::from("results"),
-            junit: "junit.xml".into(),
-            json: "report.json".into(),
-            markdown: "summary.md".into(),
-        }
-    }
-}
-
-impl Outputs {
-    pub fn junit_path(&self) -> PathBuf {
-        self.dir.join(&self.junit)
-    }
-    pub fn json_path(&self) -> PathBuf {
-        self.dir.join(&self.json)
-    }
-    pub fn markdown_path(&self) -> PathBuf {
-        self.dir.join(&self.markdown)
-    }
-}
-
 pub const DEFAULT_CONCURRENCY: usize = 4;
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
 pub const DEFAULT_RETRY_INTERVAL: Duration = Duration::from_secs(1);
@@ -165,7 +149,24 @@ pub const DEFAULT_RETRY_INTERVAL: Duration = Duration::from_secs(1);
 impl Suite {
     pub fn load(path: &Path) -> Result<Suite, ConfigErrors> {
         let text = read_file(path)?;
-        let raw: SuiteFile = parse_yaml(path, &text)?;
+        Self::from_text(path, &text)
+    }
+
+    /// [`Suite::load`], except that a missing file named like a built-in suite
+    /// (`suites/compose.yaml`) is read from the copy built into the binary.
+    pub fn load_or_built_in(path: &Path) -> Result<Suite, ConfigErrors> {
+        let built_in = BUILT_IN.iter().find(|(name, _)| Path::new(name) == path);
+        match built_in {
+            Some((name, text)) if std::fs::symlink_metadata(path).is_err() => {
+                let label = PathBuf::from(format!("{name} (built in)"));
+                Self::from_text(&label, text)
+            }
+            _ => Self::load(path),
+        }
+    }
+
+    pub fn from_text(path: &Path, text: &str) -> Result<Suite, ConfigErrors> {
+        let raw: SuiteFile = parse_yaml(path, text)?;
         Self::resolve(path, raw)
     }
 
@@ -200,14 +201,7 @@ impl Suite {
                 "no check family is listed: the suite would prove nothing",
             ));
         }
-        let concurrency = match &raw.concurrency {
-            Some(c) if c.value == 0 => {
-                errors.push(ConfigError::at(path, &c.referenced, "concurrency", "must be at least 1"));
-                1
-            }
-            Some(c) => c.value,
-            None => DEFAULT_CONCURRENCY,
-        };
+        let concurrency = raw.concurrency.map_or(DEFAULT_CONCURRENCY, |c| c.0);
         let mut known_failures: Vec<KnownFailure> = Vec::new();
         for (i, kf) in raw.known_failures.iter().enumerate() {
             let key = format!("known_failures[{i}]");
@@ -253,23 +247,34 @@ impl Suite {
                 ));
             }
         }
+        if let Some(size) = &raw.limits.max_response_bytes
+            && !(1..=MAX_RESPONSE_BYTES_LIMIT).contains(&size.value.0)
+        {
+            errors.push(ConfigError::at(
+                path,
+                &size.referenced,
+                "limits.max_response_bytes",
+                format!(
+                    "must be from 1 byte to {}MiB, got {}: it caps every response, and cordon's memory with it",
+                    MAX_RESPONSE_BYTES_LIMIT >> 20,
+                    size.value.0
+                ),
+            ));
+        }
         let limits = Limits {
             connect_timeout: t.connect.as_ref().map_or(defaults.connect_timeout, |d| d.value.0),
             read_timeout: t.read.as_ref().map_or(defaults.read_timeout, |d| d.value.0),
-            max_response_bytes: raw.limits.max_response_bytes.map_or(defaults.max_response_bytes, |s| s.0),
+            max_response_bytes: raw
+                .limits
+                .max_response_bytes
+                .as_ref()
+                .map_or(defaults.max_response_bytes, |s| s.value.0),
             sse_max_duration: t.sse_max_duration.as_ref().map_or(defaults.sse_max_duration, |d| d.value.0),
-            max_pages: raw.limits.max_pages.unwrap_or(defaults.max_pages),
+            max_pages: raw.limits.max_pages.map_or(defaults.max_pages, |n| n.0),
             exchange_timeout: t.exchange.as_ref().map_or(defaults.exchange_timeout, |d| d.value.0),
-            max_tools: raw.limits.max_tools.unwrap_or(defaults.max_tools),
+            max_tools: raw.limits.max_tools.map_or(defaults.max_tools, |n| n.0),
         };
-        let o = raw.outputs;
-        let base = Outputs::default();
-        let outputs = Outputs {
-            dir: o.dir.unwrap_or(base.dir),
-            junit: o.junit.unwrap_or(base.junit),
-            json: o.json.unwrap_or(base.json),
-            markdown: o.markdown.unwrap_or(base.markdown),
-        };
+        let outputs = Self::outputs(path, raw.outputs, &mut errors);
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
         }
@@ -284,6 +289,38 @@ impl Suite {
             known_failures,
             outputs,
         })
+    }
+
+    fn outputs(path: &Path, o: OutputsFile, errors: &mut Vec<ConfigError>) -> Outputs {
+        let mut outputs = Outputs::default();
+        let mut locations: Vec<(&'static str, serde_saphyr::Location)> = Vec::new();
+        if let Some(dir) = o.dir {
+            locations.push((DIR_KEY, dir.referenced));
+            outputs.dir = dir.value;
+        }
+        for (key, value, slot) in [
+            ("outputs.junit", o.junit, &mut outputs.junit),
+            ("outputs.json", o.json, &mut outputs.json),
+            ("outputs.markdown", o.markdown, &mut outputs.markdown),
+            ("outputs.html", o.html, &mut outputs.html),
+        ] {
+            if let Some(v) = value {
+                locations.push((key, v.referenced));
+                *slot = v.value;
+            }
+        }
+        for (key, at) in &locations {
+            outputs.origins.insert(key, format!("{}:{}:{}", path.display(), at.line(), at.column()));
+        }
+        for (key, problem) in outputs.name_problems() {
+            let name = outputs.files().into_iter().find(|(k, ..)| *k == key).map(|(_, n, _)| n.to_string());
+            let problem = format!("`{}` {problem}", super::strict::echo(&name.unwrap_or_default()));
+            errors.push(match locations.iter().find(|(k, _)| *k == key) {
+                Some((_, at)) => ConfigError::at(path, at, key, problem),
+                None => ConfigError { key: key.into(), ..ConfigError::whole_file(path, problem) },
+            });
+        }
+        outputs
     }
 
     /// A suite for `cordon probe`: host mode, contract checks, no file behind it.

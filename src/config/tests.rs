@@ -77,7 +77,7 @@ fn good_scenario_loads_and_registers_secrets() {
     "    credential: alpha-token\n",
     "    credential: alpha-token\n    colour: blue\n",
     "unknown field `colour`",
-    "9:5: : unknown field"
+    "9:5: providers.alpha.colour: unknown field"
 )]
 #[case::dangling_consumer(
     "allowed_consumers: [webui]",
@@ -120,7 +120,8 @@ fn short_credentials_are_rejected() {
     files.write("alpha.token", "abc");
     let path = files.write("scenario.yaml", GOOD_SCENARIO);
     let err = Scenario::load(&path, &Redactor::new()).unwrap_err();
-    assert!(err.to_string().contains("credentials.alpha-token: the credential is shorter"), "{err}");
+    assert!(err.to_string().contains("credentials.alpha-token: the value from file `"), "{err}");
+    assert!(err.to_string().contains("alpha.token` is shorter than 8 characters"), "{err}");
 }
 
 #[test]
@@ -166,4 +167,120 @@ fn suite_errors_point_at_the_key(#[case] text: &str, #[case] expected: &str) {
     let err = suite_errors(text);
     assert!(err.contains(expected), "{err}");
     assert!(err.contains("suite.yaml:"), "{err}");
+}
+
+#[rstest]
+#[case::quoted_number(
+    "concurrency: \"4\"\n",
+    "3:14: concurrency: expected a whole number from 1 to 256, got the text `4`: write the number without quotes"
+)]
+#[case::quoted_pages(
+    "limits: { max_pages: \"3\" }\n",
+    "3:22: limits.max_pages: expected a whole number from 1 to 10000, got the text `3`"
+)]
+#[case::zero_pages("limits: { max_pages: 0 }\n", "limits.max_pages: expected a whole number from 1 to 10000, got 0")]
+#[case::zero_tools("limits: { max_tools: 0 }\n", "limits.max_tools: expected a whole number from 1 to 1000000, got 0")]
+#[case::zero_bytes(
+    "limits: { max_response_bytes: 0 }\n",
+    "3:31: limits.max_response_bytes: must be from 1 byte to 256MiB, got 0"
+)]
+#[case::quoted_bytes(
+    "limits: { max_response_bytes: \"100\" }\n",
+    "limits.max_response_bytes: expected a size, got the text `100`"
+)]
+#[case::huge_bytes(
+    "limits: { max_response_bytes: 99999999999999999999999 }\n",
+    "limits.max_response_bytes: the size is too large"
+)]
+#[case::huge_duration(
+    "timeouts: { connect: 99999999999999999999999s }\n",
+    "3:22: timeouts.connect: `99999999999999999999999s` is longer than the limit of 24h"
+)]
+#[case::nan_duration("timeouts: { read: .nan }\n", "timeouts.read: `.nan` is not a duration")]
+#[case::negative_duration("timeouts: { deadline: -3s }\n", "timeouts.deadline: `-3s` is not a duration")]
+#[case::bare_number("timeouts: { connect: 3 }\n", "timeouts.connect: `3` has no unit")]
+#[case::zero_exchange("timeouts: { exchange: 0s }\n", "3:23: timeouts.exchange: must be longer than zero")]
+#[case::yaml11_boolean("concurrency: yes\n", "concurrency: expected a whole number from 1 to 256, got `yes`")]
+#[case::scalar_for_list("families: contract\n", "families: expected a list")]
+#[case::output_escapes("outputs: { junit: ../x.xml }\n", "3:19: outputs.junit: `../x.xml` leaves the output directory")]
+#[case::output_absolute("outputs: { json: /tmp/r.json }\n", "outputs.json: `/tmp/r.json` is an absolute path")]
+#[case::outputs_collide("outputs: { json: junit.xml }\n", "outputs.json: `junit.xml` is also where outputs.junit goes")]
+#[case::two_documents("---\nmode: host\n", "the file exceeds a parser limit: it holds 2 YAML documents")]
+fn suite_values_are_strict(#[case] tail: &str, #[case] expected: &str) {
+    let text = if tail.starts_with("families") {
+        format!("mode: host\n{tail}")
+    } else {
+        format!("mode: host\nfamilies: [contract]\n{tail}")
+    };
+    let err = suite_errors(&text);
+    assert!(err.contains(expected), "{err}");
+}
+
+#[rstest]
+#[case::quoted_flag(
+    "    disabled: \"yes\"\n",
+    "22:15: providers.beta.disabled: expected a boolean, got the text `yes`"
+)]
+#[case::yaml11_flag("    disabled: on\n", "providers.beta.disabled: expected a boolean, got the text `on`")]
+#[case::quoted_port(
+    "    app_ports: [80, \"81\"]\n",
+    "22:21: providers.beta.app_ports[1]: expected a whole number from 1 to 65535, got the text `81`"
+)]
+#[case::port_range(
+    "    app_ports: [80, 70000]\n",
+    "providers.beta.app_ports[1]: expected a whole number from 1 to 65535, got 70000"
+)]
+#[case::port_zero(
+    "    app_ports: [0]\n",
+    "providers.beta.app_ports[0]: expected a whole number from 1 to 65535, got 0"
+)]
+#[case::quoted_mutating_flag(
+    "      mutating_enabled: \"true\"\n",
+    "providers.beta.tools.mutating_enabled: expected a boolean, got the text `true`"
+)]
+fn scenario_values_are_strict(#[case] extra: &str, #[case] expected: &str) {
+    let text = GOOD_SCENARIO.replacen("      allowlist: [echo]\n", &format!("      allowlist: [echo]\n{extra}"), 1);
+    let errors = scenario_errors(&text);
+    assert!(errors.iter().any(|e| e.contains(expected)), "{errors:#?}");
+}
+
+#[test]
+fn urls_carry_no_credentials_and_errors_never_echo_them() {
+    for url in ["http://user:hunter2@127.0.0.1:2/sse", "http://user:hun ter2@127.0.0.1:2/sse", "https://:hunter2@h/"] {
+        let errors = scenario_errors(&GOOD_SCENARIO.replacen("http://127.0.0.1:2/sse", url, 1));
+        let hit = errors.iter().find(|e| e.contains("providers.beta.url")).expect("an error on the url");
+        assert!(hit.contains("carries a user name or password") || hit.contains("is not a URL"), "{hit}");
+        assert!(!hit.contains("hunter2") && !hit.contains("hun ter2"), "{hit}");
+    }
+}
+
+#[test]
+fn an_empty_provider_list_says_so() {
+    let providers_at = GOOD_SCENARIO.find("providers:").unwrap();
+    let clients_at = GOOD_SCENARIO.find("clients:").unwrap();
+    for list in ["providers: {}\n", "providers:\n"] {
+        let text = format!("{}{list}{}", &GOOD_SCENARIO[..providers_at], &GOOD_SCENARIO[clients_at..]);
+        let errors = scenario_errors(&text);
+        assert!(errors.iter().any(|e| e.contains("providers: no provider is listed")), "{errors:#?}");
+    }
+}
+
+#[test]
+fn credential_values_must_fit_a_header_and_are_never_echoed() {
+    let files = Files::new();
+    files.write("alpha.token", "first-line-secret\nsecond-line\n");
+    let path = files.write("scenario.yaml", GOOD_SCENARIO);
+    let err = Scenario::load(&path, &Redactor::new()).unwrap_err().to_string();
+    assert!(err.contains("3:16: credentials.alpha-token: the value from file `"), "{err}");
+    assert!(err.contains("holds a line break at character 18"), "{err}");
+    assert!(!err.contains("first-line-secret") && !err.contains("second-line"), "{err}");
+}
+
+#[test]
+fn built_in_suites_parse() {
+    for (name, text) in super::suite::BUILT_IN {
+        Suite::from_text(std::path::Path::new(name), text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // Which one is read (built in, or a file at that path) is replayed against the binary
+    // in tests/bad-inputs/, where the working directory is the test's own.
 }

@@ -18,6 +18,8 @@ use std::time::Duration;
 use bollard::Docker;
 use bollard::query_parameters::{InspectNetworkOptions, ListContainersOptionsBuilder, RestartContainerOptionsBuilder};
 
+use crate::config::credential::mask_userinfo;
+
 pub use facts::{
     Attachment, CpuLimit, HardeningFacts, MountFact, NetworkEndpoint, NetworkFacts, PublishedPort, Subnet,
     SubnetParseError, Target,
@@ -77,12 +79,30 @@ impl EngineError {
 }
 
 fn describe(err: &bollard::errors::Error) -> String {
-    match err {
+    let text = match err {
         bollard::errors::Error::DockerResponseServerError { status_code, message } => {
             format!("HTTP {status_code}: {message}")
         }
         other => other.to_string(),
+    };
+    mask_host_in(&docker_host(), &text)
+}
+
+/// `text` with the userinfo of `host` (`tcp://user:pass@…`) masked wherever it appears.
+fn mask_host_in(host: &str, text: &str) -> String {
+    let masked = mask_userinfo(host);
+    if masked == host {
+        return text.to_string();
     }
+    let mut out = text.replace(host, &masked);
+    // The userinfo alone, as an error may quote the authority without the scheme.
+    let authority = host.split_once("://").map_or(host, |(_, rest)| rest);
+    if let Some((userinfo, _)) = authority.rsplit_once('@')
+        && !userinfo.is_empty()
+    {
+        out = out.replace(userinfo, "***");
+    }
+    out
 }
 
 fn is_transport(err: &bollard::errors::Error) -> bool {
@@ -98,9 +118,18 @@ fn is_transport(err: &bollard::errors::Error) -> bool {
     )
 }
 
-fn endpoint_hint() -> String {
+/// The engine address as configured: `DOCKER_HOST`, else the local socket.
+fn docker_host() -> String {
     std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".to_string())
 }
+
+/// The engine address as printed: a password in `DOCKER_HOST` is masked.
+fn endpoint_hint() -> String {
+    mask_userinfo(&docker_host())
+}
+
+/// How long [`Engine::connect`] waits for the engine to answer when no suite says.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A connected, version-negotiated engine client. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -112,16 +141,40 @@ impl Engine {
     /// Connects with the local defaults (`DOCKER_HOST`, else the unix socket),
     /// negotiates the API version down to the engine's, and pings it.
     pub async fn connect() -> Result<Engine, EngineError> {
-        Self::connect_to(&endpoint_hint()).await
+        Self::connect_within(DEFAULT_CONNECT_TIMEOUT).await
+    }
+
+    /// [`Engine::connect`], giving up when the engine has not answered within `timeout`
+    /// (an engine that accepts and never answers would otherwise hold the run 120 s).
+    pub async fn connect_within(timeout: Duration) -> Result<Engine, EngineError> {
+        Self::connect_to_within(&docker_host(), timeout).await
     }
 
     /// Like [`Engine::connect`], to an explicit `unix://`, `tcp://` or `http://` host.
     pub async fn connect_to(host: &str) -> Result<Engine, EngineError> {
-        let unreachable = |detail: String| EngineError::Unreachable { endpoint: host.to_string(), detail };
+        Self::connect_to_within(host, DEFAULT_CONNECT_TIMEOUT).await
+    }
+
+    /// [`Engine::connect_to`] within `timeout`.
+    pub async fn connect_to_within(host: &str, timeout: Duration) -> Result<Engine, EngineError> {
+        let unreachable = |detail: String| EngineError::Unreachable {
+            endpoint: mask_userinfo(host),
+            detail: mask_host_in(host, &detail),
+        };
         let docker = Docker::connect_with_host(host).map_err(|e| unreachable(describe(&e)))?;
-        let docker = docker.negotiate_version().await.map_err(|e| unreachable(describe(&e)))?;
-        docker.ping().await.map_err(|e| unreachable(describe(&e)))?;
-        Ok(Engine { docker })
+        let handshake = async {
+            let docker = docker.negotiate_version().await?;
+            docker.ping().await?;
+            Ok::<_, bollard::errors::Error>(docker)
+        };
+        match tokio::time::timeout(timeout, handshake).await {
+            Ok(Ok(docker)) => Ok(Engine { docker }),
+            Ok(Err(e)) => Err(unreachable(describe(&e))),
+            Err(_) => Err(unreachable(format!(
+                "no answer within {:.1}s (the suite's connect timeout)",
+                timeout.as_secs_f64()
+            ))),
+        }
     }
 
     /// Wraps an existing bollard client (e.g. one connected to a remote engine).
@@ -309,6 +362,36 @@ mod tests {
         assert_eq!(err.exit_code(), 3);
         let err = Engine::connect_to("ftp://nowhere").await.unwrap_err();
         assert!(matches!(err, EngineError::Unreachable { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn an_engine_that_never_answers_is_given_up_on() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // Accepts, then holds the connection without a byte in answer.
+        std::thread::spawn(move || {
+            let connection = listener.accept();
+            std::thread::sleep(Duration::from_secs(3));
+            drop(connection);
+        });
+        let started = std::time::Instant::now();
+        let host = format!("tcp://admin:hunter2-pw@127.0.0.1:{port}");
+        let err = Engine::connect_to_within(&host, Duration::from_millis(500)).await.unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        let text = err.to_string();
+        assert!(text.contains("no answer within 0.5s"), "{text}");
+        assert!(text.contains(&format!("tcp://***@127.0.0.1:{port}")), "{text}");
+        assert!(!text.contains("hunter2") && !text.contains("admin"), "{text}");
+    }
+
+    #[test]
+    fn userinfo_is_masked_in_error_text() {
+        let host = "tcp://u:secret-pw@10.1.2.3:2375";
+        assert_eq!(
+            mask_host_in(host, "error connecting to tcp://u:secret-pw@10.1.2.3:2375 (u:secret-pw@10.1.2.3)"),
+            "error connecting to tcp://***@10.1.2.3:2375 (***@10.1.2.3)"
+        );
+        assert_eq!(mask_host_in("unix:///x.sock", "a b"), "a b");
     }
 
     #[test]

@@ -410,4 +410,6 @@ impl McpClient {
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

@@ -13,7 +13,8 @@ use crate::matrix::Matrix;
 use crate::model::{RunReport, Verdict};
 use crate::text::sanitize;
 
-pub fn render(report: &RunReport) -> String {
+/// The summary; `html` is the HTML report's name, which the matrix section links.
+pub fn render(report: &RunReport, html: &str) -> String {
     let c = report.counts();
     let mut md = String::new();
     let status = match report.exit_code() {
@@ -48,7 +49,7 @@ pub fn render(report: &RunReport) -> String {
     let matrix = Matrix::from_report(report);
     if !matrix.is_empty() {
         let _ = writeln!(md, "## Reach matrix\n");
-        let _ = writeln!(md, "Clients by row, providers by column; the picture is in [{0}]({0}).\n", super::HTML_FILE);
+        let _ = writeln!(md, "Clients by row, providers by column; the picture is in [{0}]({0}).\n", text(html));
         let heads: Vec<String> = matrix
             .columns
             .iter()

@@ -66,17 +66,14 @@ pub fn redacted(report: &RunReport, redactor: &Redactor) -> RunReport {
     copy
 }
 
-/// The HTML report lives beside the Markdown summary, which links it by name.
-pub const HTML_FILE: &str = "report.html";
-
 /// Writes JUnit, JSON, Markdown and the HTML report; returns the paths written.
 pub fn write_all(report: &RunReport, outputs: &Outputs, redactor: &Redactor) -> std::io::Result<Vec<PathBuf>> {
     let report = &redacted(report, redactor);
     let files = [
         (outputs.junit_path(), junit::render(report)),
         (outputs.json_path(), json::render(report)),
-        (outputs.markdown_path(), markdown::render(report)),
-        (outputs.dir.join(HTML_FILE), html::render(report)),
+        (outputs.markdown_path(), markdown::render(report, &outputs.html)),
+        (outputs.html_path(), html::render(report)),
     ];
     let mut written = Vec::new();
     for (path, text) in files {

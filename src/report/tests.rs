@@ -63,7 +63,7 @@ fn json_and_markdown_carry_counts_and_exit_code() {
     assert_eq!(json["exit_code"], 1);
     assert_eq!(json["counts"]["unreachable"], 1);
     assert_eq!(json["report"]["results"][1]["verdict"], "failed");
-    let md = markdown::render(&report());
+    let md = markdown::render(&report(), "report.html");
     assert!(md.contains("| 1 | 1 | 1 | 1 | 1 | 1 | 2 |"), "{md}");
     assert!(md.contains("### `contract::a::read` — failed"), "{md}");
 }
@@ -180,7 +180,7 @@ fn cell_separators(line: &str) -> usize {
 #[test]
 fn markdown_keeps_names_in_spans_and_evidence_in_fences() {
     for report in [hostile_report(), redacted(&hostile_report(), &Redactor::new())] {
-        let md = markdown::render(&report);
+        let md = markdown::render(&report, "report.html");
         assert_eq!(raw_dangerous(&md), [] as [char; 0], "{md}");
         let (outside, closed) = outside_fences(&md);
         assert!(closed, "a fence is left open:\n{md}");
