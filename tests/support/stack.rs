@@ -39,6 +39,31 @@ pub struct Stack {
     pub project: String,
     pub env: Vec<(String, String)>,
     files: Vec<PathBuf>,
+    /// Containers started by hand (`docker run`) into this project: removed first on drop.
+    extras: std::sync::Mutex<Vec<String>>,
+}
+
+/// A container started by hand into a stack's project, with the compose labels of one of
+/// its services (a replica compose did not create, as a leftover or a manual `docker run`
+/// would be), its DNS alias on each network, and the reference stack's hardening.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraReplica {
+    /// Suffix of the container name: `<project>_<service>_<name>`.
+    pub name: String,
+    pub service: String,
+    /// Compose keys of the networks to attach, in order.
+    pub networks: Vec<String>,
+    #[serde(default = "nobody")]
+    pub user: String,
+    /// Variables of the stack's environment to pass in.
+    #[serde(default)]
+    pub env: Vec<String>,
+    pub command: Vec<String>,
+}
+
+fn nobody() -> String {
+    "65534:65534".into()
 }
 
 impl Stack {
@@ -61,7 +86,12 @@ impl Stack {
         let mut files = vec![repo().join("docker/reference/compose.yaml")];
         files.extend(override_file.map(Path::to_path_buf));
         remove_leftover_networks(&format!("cordon-e2e-{name}-"));
-        let stack = Stack { project: format!("cordon-e2e-{name}-{}", std::process::id()), env, files };
+        let stack = Stack {
+            project: format!("cordon-e2e-{name}-{}", std::process::id()),
+            env,
+            files,
+            extras: Default::default(),
+        };
         let out = stack.compose(&["up", "-d", "--no-build"]);
         assert!(
             out.status.success(),
@@ -70,6 +100,59 @@ impl Stack {
             String::from_utf8_lossy(&out.stderr)
         );
         stack
+    }
+
+    /// Starts `replica` into this project; it is removed when the stack is dropped.
+    pub fn run_replica(&self, replica: &ExtraReplica) -> String {
+        let name = format!("{}_{}_{}", self.project, replica.service, replica.name);
+        let network = |key: &str| format!("{}_{key}", self.project);
+        let (first, rest) = replica.networks.split_first().expect("a replica needs a network");
+        let mut args: Vec<String> = ["create", "--name", &name].map(String::from).to_vec();
+        for label in [
+            format!("com.docker.compose.project={}", self.project),
+            format!("com.docker.compose.service={}", replica.service),
+            "cordon-test=1".into(),
+        ] {
+            args.extend(["--label".into(), label]);
+        }
+        args.extend(["--network".into(), network(first), "--network-alias".into(), replica.service.clone()]);
+        args.extend(["--user".into(), replica.user.clone(), "--read-only".into(), "--cap-drop".into(), "ALL".into()]);
+        args.extend(["--security-opt", "no-new-privileges:true", "--memory", "64m", "--cpus", "0.5", "--pids-limit", "64"].map(String::from));
+        for var in &replica.env {
+            let value = self.env.iter().find(|(k, _)| k == var).unwrap_or_else(|| panic!("no {var} in the stack's environment"));
+            args.extend(["--env".into(), format!("{var}={}", value.1)]);
+        }
+        args.push(fixture_image());
+        args.extend(replica.command.iter().map(|c| self.expand(c)));
+        let created = Command::new("docker").args(&args).output().unwrap();
+        assert!(created.status.success(), "docker create {name}: {}", String::from_utf8_lossy(&created.stderr));
+        self.extras.lock().unwrap().push(name.clone());
+        for key in rest {
+            let out = Command::new("docker")
+                .args(["network", "connect", "--alias", &replica.service, &network(key), &name])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "connecting {name} to {key}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let started = Command::new("docker").args(["start", &name]).output().unwrap();
+        assert!(started.status.success(), "docker start {name}: {}", String::from_utf8_lossy(&started.stderr));
+        name
+    }
+
+    /// `${CORDON_SUBNET}` and `{project}` in a variant's text, as this stack has them.
+    pub fn expand(&self, text: &str) -> String {
+        let subnet = &self.env.iter().find(|(k, _)| k == "CORDON_SUBNET").expect("subnet").1;
+        text.replace("${CORDON_SUBNET}", subnet).replace("{project}", &self.project)
+    }
+
+    /// The request lines a fixture server of `service` logged that it did not refuse for
+    /// want of a valid bearer: any such line means a credential it accepts reached it.
+    pub fn accepted_requests(&self, service: &str) -> Vec<String> {
+        let container = format!("{}_{service}_1", self.project);
+        let out = Command::new("docker").args(["logs", &container]).output().unwrap();
+        assert!(out.status.success(), "docker logs {container}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        text.lines().filter(|l| l.starts_with("mcp ") && l.contains(" -> ") && !l.contains("auth=refused")).map(String::from).collect()
     }
 
     fn compose(&self, args: &[&str]) -> std::process::Output {
@@ -119,6 +202,10 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
+        // Compose does not know the hand-started replicas; they hold its networks.
+        for name in self.extras.lock().map(|e| e.clone()).unwrap_or_default() {
+            let _ = Command::new("docker").args(["rm", "-f", "-v", &name]).output();
+        }
         let out = self.compose(&["down", "-v", "--remove-orphans", "-t", "1"]);
         if out.status.success() {
             return;
@@ -150,6 +237,15 @@ impl Drop for Stack {
 /// Networks an earlier run of this same test could not remove (see the Drop below) still
 /// hold this test's subnets; nothing else uses the name prefix.
 fn remove_leftover_networks(prefix: &str) {
+    // Replicas a killed run started by hand would pin them.
+    let listed = Command::new("docker")
+        .args(["ps", "-a", "--filter", "label=cordon-test=1", "--filter", &format!("name={prefix}"), "--format", "{{.Names}}"])
+        .output();
+    for name in listed.map(|o| String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect::<Vec<_>>()).unwrap_or_default() {
+        if name.starts_with(prefix) {
+            let _ = Command::new("docker").args(["rm", "-f", "-v", &name]).output();
+        }
+    }
     let listed = Command::new("docker").args(["network", "ls", "--format", "{{.Name}}"]).output();
     let names: Vec<String> = listed
         .map(|o| {
