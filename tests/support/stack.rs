@@ -145,14 +145,16 @@ impl Stack {
         text.replace("${CORDON_SUBNET}", subnet).replace("{project}", &self.project)
     }
 
-    /// The request lines a fixture server of `service` logged that it did not refuse for
-    /// want of a valid bearer: any such line means a credential it accepts reached it.
-    pub fn accepted_requests(&self, service: &str) -> Vec<String> {
+    /// The request lines a fixture server of `service` logged, and those it did not refuse
+    /// for want of a valid bearer: any such line means a credential it accepts reached it.
+    pub fn accepted_requests(&self, service: &str) -> (usize, Vec<String>) {
         let container = format!("{}_{service}_1", self.project);
         let out = Command::new("docker").args(["logs", &container]).output().unwrap();
         assert!(out.status.success(), "docker logs {container}: {}", String::from_utf8_lossy(&out.stderr));
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        text.lines().filter(|l| l.starts_with("mcp ") && l.contains(" -> ") && !l.contains("auth=refused")).map(String::from).collect()
+        let requests: Vec<&str> = text.lines().filter(|l| l.starts_with("mcp ") && l.contains(" -> ")).collect();
+        let accepted = requests.iter().filter(|l| !l.contains("auth=refused")).map(|l| l.to_string()).collect();
+        (requests.len(), accepted)
     }
 
     fn compose(&self, args: &[&str]) -> std::process::Output {
