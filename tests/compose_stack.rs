@@ -315,6 +315,11 @@ fn disabled_credential_on_a_leftover() {
 }
 
 #[test]
+fn disabled_credential_on_a_consumers_network_and_another_port() {
+    broken_variant("wiki-leftover-elsewhere", "10.217");
+}
+
+#[test]
 fn unknown_provider_network_is_a_scenario_error() {
     broken_variant("unknown-network", "10.212");
 }
