@@ -133,8 +133,14 @@ fn broken_variant(name: &str, subnet: &str) {
     }
     for service in &expect.accepts_nothing {
         let (requests, accepted) = stack.accepted_requests(service);
-        assert!(accepted.is_empty(), "{name}: {service} accepted requests (a credential reached it):\n{}", accepted.join("\n"));
-        eprintln!("observed: {name}: {service} logged {requests} request(s), every one refused for want of its credential");
+        assert!(
+            accepted.is_empty(),
+            "{name}: {service} accepted requests (a credential reached it):\n{}",
+            accepted.join("\n")
+        );
+        eprintln!(
+            "observed: {name}: {service} logged {requests} request(s), every one refused for want of its credential"
+        );
     }
 }
 

@@ -117,9 +117,16 @@ impl Stack {
         }
         args.extend(["--network".into(), network(first), "--network-alias".into(), replica.service.clone()]);
         args.extend(["--user".into(), replica.user.clone(), "--read-only".into(), "--cap-drop".into(), "ALL".into()]);
-        args.extend(["--security-opt", "no-new-privileges:true", "--memory", "64m", "--cpus", "0.5", "--pids-limit", "64"].map(String::from));
+        args.extend(
+            ["--security-opt", "no-new-privileges:true", "--memory", "64m", "--cpus", "0.5", "--pids-limit", "64"]
+                .map(String::from),
+        );
         for var in &replica.env {
-            let value = self.env.iter().find(|(k, _)| k == var).unwrap_or_else(|| panic!("no {var} in the stack's environment"));
+            let value = self
+                .env
+                .iter()
+                .find(|(k, _)| k == var)
+                .unwrap_or_else(|| panic!("no {var} in the stack's environment"));
             args.extend(["--env".into(), format!("{var}={}", value.1)]);
         }
         args.push(fixture_image());
@@ -241,9 +248,21 @@ impl Drop for Stack {
 fn remove_leftover_networks(prefix: &str) {
     // Replicas a killed run started by hand would pin them.
     let listed = Command::new("docker")
-        .args(["ps", "-a", "--filter", "label=cordon-test=1", "--filter", &format!("name={prefix}"), "--format", "{{.Names}}"])
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            "label=cordon-test=1",
+            "--filter",
+            &format!("name={prefix}"),
+            "--format",
+            "{{.Names}}",
+        ])
         .output();
-    for name in listed.map(|o| String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect::<Vec<_>>()).unwrap_or_default() {
+    for name in listed
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
         if name.starts_with(prefix) {
             let _ = Command::new("docker").args(["rm", "-f", "-v", &name]).output();
         }
