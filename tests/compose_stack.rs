@@ -301,6 +301,11 @@ fn route_names_the_container_behind_an_alias() {
 }
 
 #[test]
+fn route_names_the_container_behind_a_dns_record() {
+    broken_variant("dns-record-elsewhere", "10.218");
+}
+
+#[test]
 fn same_origin_redirect_passes() {
     broken_variant("same-origin-redirect", "10.209");
 }

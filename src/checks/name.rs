@@ -65,8 +65,9 @@ pub enum Role {
     /// A provider container, but on a network the client is not on.
     ProviderElsewhere { container: String, network: String },
     Wildcard,
-    /// Another container the engine knows.
-    Other { container: String, network: String },
+    /// Another container the engine knows; `shared`: whether the client is on that network
+    /// too (`None`: no client to ask).
+    Other { container: String, network: String, shared: Option<bool> },
     Unknown,
 }
 
@@ -78,8 +79,13 @@ impl Role {
                 format!("{addr}, which is provider container `{container}` on `{network}`, a network the client does not share")
             }
             Role::Wildcard => format!("{addr} (in the wildcard set)"),
-            Role::Other { container, network } => {
-                format!("{addr}, which is `{container}` on `{network}`, not a container of the provider")
+            Role::Other { container, network, shared } => {
+                let whose = match shared {
+                    Some(true) => " (a network the client shares)",
+                    Some(false) => " (a network the client does not share)",
+                    None => "",
+                };
+                format!("{addr}, which is `{container}` on `{network}`{whose}, not a container of the provider")
             }
             Role::Unknown => format!("{addr}, which is no container the engine knows"),
         }
@@ -90,6 +96,7 @@ impl Role {
 /// networks count as shared (`None`: any network).
 pub fn roles(seen: &NameSeen, providers: &[Target], client: Option<&Target>, topology: &Topology) -> Vec<(IpAddr, Role)> {
     let shares = |network: &str| client.is_none_or(|c| c.attachments.iter().any(|a| a.network == network));
+    let shares_key = |key: &str| client.map(|c| c.attachments.iter().any(|a| topology.network_key(&a.network) == key));
     seen.answer
         .addrs
         .iter()
@@ -109,7 +116,7 @@ pub fn roles(seen: &NameSeen, providers: &[Target], client: Option<&Target>, top
                 }
                 None if seen.wildcard.contains(addr) => Role::Wildcard,
                 None => match topology.owner_of(*addr) {
-                    Some(o) => Role::Other { container: o.container, network: o.network },
+                    Some(o) => Role::Other { shared: shares_key(&o.network), container: o.container, network: o.network },
                     None => Role::Unknown,
                 },
             };
@@ -246,6 +253,14 @@ mod tests {
         let s = seen(&["10.0.9.5"], &[], AnswerSource::Dns);
         let r = roles(&s, &[], None, &topology());
         let f = judge(&s, &r, "client c").unwrap_err();
-        assert!(f[0].message.contains("10.0.9.5, which is `beta` on `net-beta`"), "{}", f[0].message);
+        assert!(f[0].message.contains("10.0.9.5, which is `beta` on `net-beta`, not a container"), "{}", f[0].message);
+        let client = target("client", "p_net-native", "10.0.1.100");
+        let r = roles(&s, &[], Some(&client), &topology());
+        let f = judge(&s, &r, "client c").unwrap_err();
+        assert!(f[0].message.contains("on `net-beta` (a network the client does not share)"), "{}", f[0].message);
+        let client = target("client", "p_net-beta", "10.0.9.100");
+        let r = roles(&s, &[], Some(&client), &topology());
+        let f = judge(&s, &r, "client c").unwrap_err();
+        assert!(f[0].message.contains("on `net-beta` (a network the client shares)"), "{}", f[0].message);
     }
 }
