@@ -281,6 +281,11 @@ fn every_replica_open_replica() {
 }
 
 #[test]
+fn every_replica_even_one_the_first_client_cannot_reach() {
+    broken_variant("open-replica-elsewhere", "10.219");
+}
+
+#[test]
 fn every_replica_extra_tool() {
     broken_variant("replica-extra-tool", "10.205");
 }

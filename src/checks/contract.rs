@@ -8,7 +8,7 @@ use futures_util::future::{BoxFuture, join_all};
 use serde_json::Value;
 
 use super::session::{SessionPlan, SessionRun, judge_runs, run_session};
-use super::{contract_vantage, refusal, run_at};
+use super::{contract_vantages, refusal, run_everywhere};
 use crate::config::{Expectation, Family, Provider, Scenario};
 use crate::mcp::{Era, EraChoice, Tool, ToolResult, schema_hash};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
@@ -45,15 +45,15 @@ impl Probe for ToolsCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
-            let vantage = match contract_vantage(ctx, &provider) {
+            let vantages = match contract_vantages(ctx, &provider) {
                 Ok(v) => v,
                 Err(attempt) => return attempt,
             };
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
-            let endpoints = vantage.endpoints.clone();
-            let observed = run_at(ctx, &vantage, move |_view| async move {
-                join_all(endpoints.into_iter().map(|(replica, endpoint)| {
+            let observed = run_everywhere(ctx, &vantages, move |endpoints| {
+                let (secret, limits) = (secret.clone(), limits.clone());
+                join_all(endpoints.into_iter().map(move |(replica, endpoint)| {
                     let plan = SessionPlan {
                         replica,
                         endpoint,
@@ -74,11 +74,12 @@ impl Probe for ToolsCheck {
                         ToolsObservation { first, handshake }
                     }
                 }))
-                .await
             })
             .await;
             match observed {
-                Ok(observations) => judge_tools_everywhere(&provider, &observations, vec![format!("probed from {}", vantage.label)]),
+                Ok((observations, from)) => {
+                    judge_tools_everywhere(&provider, &observations, vec![format!("probed from {from}")])
+                }
                 Err(attempt) => attempt,
             }
         })
@@ -216,16 +217,16 @@ impl Probe for ReadCheck {
                     ),
                 };
             };
-            let vantage = match contract_vantage(ctx, &provider) {
+            let vantages = match contract_vantages(ctx, &provider) {
                 Ok(v) => v,
                 Err(attempt) => return attempt,
             };
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
-            let endpoints = vantage.endpoints.clone();
             let spec = read.clone();
-            let observed = run_at(ctx, &vantage, move |_view| async move {
-                join_all(endpoints.into_iter().map(|(replica, endpoint)| {
+            let observed = run_everywhere(ctx, &vantages, move |endpoints| {
+                let (secret, limits, spec) = (secret.clone(), limits.clone(), spec.clone());
+                join_all(endpoints.into_iter().map(move |(replica, endpoint)| {
                     run_session(SessionPlan {
                         replica,
                         endpoint,
@@ -236,11 +237,10 @@ impl Probe for ReadCheck {
                         read: Some(spec.clone()),
                     })
                 }))
-                .await
             })
             .await;
             match observed {
-                Ok(runs) => judge_runs(&runs, Some(&read), vec![format!("probed from {}", vantage.label)]),
+                Ok((runs, from)) => judge_runs(&runs, Some(&read), vec![format!("probed from {from}")]),
                 Err(attempt) => attempt,
             }
         })
