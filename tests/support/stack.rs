@@ -52,6 +52,10 @@ pub struct ExtraReplica {
     /// Suffix of the container name: `<project>_<service>_<name>`.
     pub name: String,
     pub service: String,
+    /// Started with neither the compose labels nor the service's alias: a container of
+    /// no project (a leftover of another deployment) on the project's networks.
+    #[serde(default)]
+    pub outsider: bool,
     /// Compose keys of the networks to attach, in order.
     pub networks: Vec<String>,
     #[serde(default = "nobody")]
@@ -107,15 +111,17 @@ impl Stack {
         let name = format!("{}_{}_{}", self.project, replica.service, replica.name);
         let network = |key: &str| format!("{}_{key}", self.project);
         let (first, rest) = replica.networks.split_first().expect("a replica needs a network");
-        let mut args: Vec<String> = ["create", "--name", &name].map(String::from).to_vec();
-        for label in [
-            format!("com.docker.compose.project={}", self.project),
-            format!("com.docker.compose.service={}", replica.service),
-            "cordon-test=1".into(),
-        ] {
-            args.extend(["--label".into(), label]);
+        let mut args: Vec<String> = ["create", "--name", &name, "--label", "cordon-test=1"].map(String::from).to_vec();
+        if !replica.outsider {
+            for label in [
+                format!("com.docker.compose.project={}", self.project),
+                format!("com.docker.compose.service={}", replica.service),
+            ] {
+                args.extend(["--label".into(), label]);
+            }
+            args.extend(["--network-alias".into(), replica.service.clone()]);
         }
-        args.extend(["--network".into(), network(first), "--network-alias".into(), replica.service.clone()]);
+        args.extend(["--network".into(), network(first)]);
         args.extend(["--user".into(), replica.user.clone(), "--read-only".into(), "--cap-drop".into(), "ALL".into()]);
         args.extend(
             ["--security-opt", "no-new-privileges:true", "--memory", "64m", "--cpus", "0.5", "--pids-limit", "64"]
@@ -135,8 +141,11 @@ impl Stack {
         assert!(created.status.success(), "docker create {name}: {}", String::from_utf8_lossy(&created.stderr));
         self.extras.lock().unwrap().push(name.clone());
         for key in rest {
+            let alias: &[&str] = if replica.outsider { &[] } else { &["--alias", &replica.service] };
             let out = Command::new("docker")
-                .args(["network", "connect", "--alias", &replica.service, &network(key), &name])
+                .args(["network", "connect"])
+                .args(alias)
+                .args([&network(key), &name])
                 .output()
                 .unwrap();
             assert!(out.status.success(), "connecting {name} to {key}: {}", String::from_utf8_lossy(&out.stderr));
