@@ -50,7 +50,10 @@ fn a_replica_the_first_client_cannot_reach_is_probed_from_the_next_position() {
     let replicas = vec![target("m1", "modern", &[("a", "10.0.3.2")]), target("open", "modern", &[("b", "10.0.7.2")])];
     let webui = (target("webui", "webui", &[("a", "10.0.3.9")]), "client webui".to_string());
     let n8n = (target("n8n", "n8n", &[("a", "10.0.3.8"), ("b", "10.0.7.8")]), "client n8n".to_string());
-    assert_eq!(covered(replicas.clone(), &[webui.clone(), n8n]), [(0, vec!["m1 10.0.3.2".into()]), (1, vec!["open 10.0.7.2".into()])]);
+    assert_eq!(
+        covered(replicas.clone(), &[webui.clone(), n8n]),
+        [(0, vec!["m1 10.0.3.2".into()]), (1, vec!["open 10.0.7.2".into()])]
+    );
     // No client reaches it: the replica probes its own address from its own namespace.
     let own = (replicas[1].clone(), "provider modern".to_string());
     assert_eq!(covered(replicas, &[webui, own]), [(0, vec!["m1 10.0.3.2".into()]), (1, vec!["open 10.0.7.2".into()])]);

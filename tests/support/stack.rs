@@ -41,6 +41,26 @@ pub struct Stack {
     files: Vec<PathBuf>,
     /// Containers started by hand (`docker run`) into this project: removed first on drop.
     extras: std::sync::Mutex<Vec<String>>,
+    subnet: String,
+}
+
+/// Subnets of the stacks up in this test binary: two tests given the same subnet take turns.
+static SUBNETS_IN_USE: (std::sync::Mutex<Vec<String>>, std::sync::Condvar) =
+    (std::sync::Mutex::new(Vec::new()), std::sync::Condvar::new());
+
+fn take_subnet(subnet: &str) {
+    let (lock, freed) = &SUBNETS_IN_USE;
+    let mut in_use = lock.lock().unwrap_or_else(|e| e.into_inner());
+    while in_use.iter().any(|s| s == subnet) {
+        in_use = freed.wait(in_use).unwrap_or_else(|e| e.into_inner());
+    }
+    in_use.push(subnet.to_string());
+}
+
+fn release_subnet(subnet: &str) {
+    let (lock, freed) = &SUBNETS_IN_USE;
+    lock.lock().unwrap_or_else(|e| e.into_inner()).retain(|s| s != subnet);
+    freed.notify_all();
 }
 
 /// A container started by hand into a stack's project, with the compose labels of one of
@@ -89,12 +109,14 @@ impl Stack {
         ];
         let mut files = vec![repo().join("docker/reference/compose.yaml")];
         files.extend(override_file.map(Path::to_path_buf));
+        take_subnet(subnet);
         remove_leftover_networks(&format!("cordon-e2e-{name}-"));
         let stack = Stack {
             project: format!("cordon-e2e-{name}-{}", std::process::id()),
             env,
             files,
             extras: Default::default(),
+            subnet: subnet.to_string(),
         };
         let out = stack.compose(&["up", "-d", "--no-build"]);
         assert!(
@@ -220,6 +242,13 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
+        self.tear_down();
+        release_subnet(&self.subnet);
+    }
+}
+
+impl Stack {
+    fn tear_down(&self) {
         // Compose does not know the hand-started replicas; they hold its networks.
         for name in self.extras.lock().map(|e| e.clone()).unwrap_or_default() {
             let _ = Command::new("docker").args(["rm", "-f", "-v", &name]).output();
