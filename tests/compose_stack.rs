@@ -325,12 +325,17 @@ fn same_origin_redirects_are_followed_three_hops_at_most() {
 
 #[test]
 fn disabled_credential_on_a_leftover() {
-    broken_variant("wiki-leftover", "10.211");
+    broken_variant("wiki-leftover", "10.213");
 }
 
 #[test]
 fn disabled_credential_on_a_consumers_network_and_another_port() {
     broken_variant("wiki-leftover-elsewhere", "10.217");
+}
+
+#[test]
+fn disabled_credential_on_a_leftover_of_another_transport_and_path() {
+    broken_variant("wiki-leftover-sse", "10.213");
 }
 
 #[test]
