@@ -92,7 +92,7 @@ pub fn judge_tools_everywhere(provider: &Provider, observations: &[ToolsObservat
     let many = observations.len() > 1;
     for o in observations {
         let runs: Vec<&SessionRun> = std::iter::once(&o.first).chain(o.handshake.as_ref()).collect();
-        match judge_runs(&[o.first.clone()], None, vec![]) {
+        match judge_runs(std::slice::from_ref(&o.first), None, vec![]) {
             Attempt::Pass { evidence: e } => evidence.extend(e),
             failed_or_waiting => return with_evidence(failed_or_waiting, evidence),
         }
@@ -373,7 +373,7 @@ mod tests {
     fn every_replica_and_every_era_is_judged() {
         let p = provider(&["add", "echo"], &["delete_everything"], None);
         let good = ToolsObservation { first: run("r1", Some(Era::Stateless2026), Some(&["add", "echo"])), handshake: None };
-        assert!(judge_tools_everywhere(&p, &[good.clone()], vec![]).is_pass());
+        assert!(judge_tools_everywhere(&p, std::slice::from_ref(&good), vec![]).is_pass());
         // A mutating tool shown only to clients that use the initialize handshake.
         let eras = ToolsObservation {
             first: run("r1", Some(Era::Stateless2026), Some(&["add", "echo"])),

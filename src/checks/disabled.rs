@@ -127,7 +127,7 @@ impl Probe for DisabledCheck {
                     Err(attempt) => return attempt,
                 }
             }
-            judge(&provider.url.to_string(), &seen, evidence)
+            judge(provider.url.as_str(), &seen, evidence)
         })
     }
 }
