@@ -8,7 +8,7 @@ use futures_util::future::{BoxFuture, join_all};
 use serde_json::Value;
 
 use super::session::{SessionPlan, SessionRun, judge_runs, run_session};
-use super::{contract_vantage, refusal, run_at};
+use super::{contract_vantages, refusal, run_everywhere};
 use crate::config::{Expectation, Family, Provider, Scenario};
 use crate::mcp::{Era, EraChoice, Tool, ToolResult, schema_hash};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
@@ -45,15 +45,15 @@ impl Probe for ToolsCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
-            let vantage = match contract_vantage(ctx, &provider) {
+            let vantages = match contract_vantages(ctx, &provider) {
                 Ok(v) => v,
                 Err(attempt) => return attempt,
             };
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
-            let endpoints = vantage.endpoints.clone();
-            let observed = run_at(ctx, &vantage, move |_view| async move {
-                join_all(endpoints.into_iter().map(|(replica, endpoint)| {
+            let observed = run_everywhere(ctx, &vantages, move |endpoints| {
+                let (secret, limits) = (secret.clone(), limits.clone());
+                join_all(endpoints.into_iter().map(move |(replica, endpoint)| {
                     let plan = SessionPlan {
                         replica,
                         endpoint,
@@ -74,12 +74,11 @@ impl Probe for ToolsCheck {
                         ToolsObservation { first, handshake }
                     }
                 }))
-                .await
             })
             .await;
             match observed {
-                Ok(observations) => {
-                    judge_tools_everywhere(&provider, &observations, vec![format!("probed from {}", vantage.label)])
+                Ok((observations, from)) => {
+                    judge_tools_everywhere(&provider, &observations, vec![format!("probed from {from}")])
                 }
                 Err(attempt) => attempt,
             }
@@ -97,7 +96,7 @@ pub fn judge_tools_everywhere(
     let many = observations.len() > 1;
     for o in observations {
         let runs: Vec<&SessionRun> = std::iter::once(&o.first).chain(o.handshake.as_ref()).collect();
-        match judge_runs(&[o.first.clone()], None, vec![]) {
+        match judge_runs(std::slice::from_ref(&o.first), None, vec![]) {
             Attempt::Pass { evidence: e } => evidence.extend(e),
             failed_or_waiting => return with_evidence(failed_or_waiting, evidence),
         }
@@ -222,16 +221,16 @@ impl Probe for ReadCheck {
                     ),
                 };
             };
-            let vantage = match contract_vantage(ctx, &provider) {
+            let vantages = match contract_vantages(ctx, &provider) {
                 Ok(v) => v,
                 Err(attempt) => return attempt,
             };
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
-            let endpoints = vantage.endpoints.clone();
             let spec = read.clone();
-            let observed = run_at(ctx, &vantage, move |_view| async move {
-                join_all(endpoints.into_iter().map(|(replica, endpoint)| {
+            let observed = run_everywhere(ctx, &vantages, move |endpoints| {
+                let (secret, limits, spec) = (secret.clone(), limits.clone(), spec.clone());
+                join_all(endpoints.into_iter().map(move |(replica, endpoint)| {
                     run_session(SessionPlan {
                         replica,
                         endpoint,
@@ -242,11 +241,10 @@ impl Probe for ReadCheck {
                         read: Some(spec.clone()),
                     })
                 }))
-                .await
             })
             .await;
             match observed {
-                Ok(runs) => judge_runs(&runs, Some(&read), vec![format!("probed from {}", vantage.label)]),
+                Ok((runs, from)) => judge_runs(&runs, Some(&read), vec![format!("probed from {from}")]),
                 Err(attempt) => attempt,
             }
         })
@@ -379,7 +377,7 @@ mod tests {
         let p = provider(&["add", "echo"], &["delete_everything"], None);
         let good =
             ToolsObservation { first: run("r1", Some(Era::Stateless2026), Some(&["add", "echo"])), handshake: None };
-        assert!(judge_tools_everywhere(&p, &[good.clone()], vec![]).is_pass());
+        assert!(judge_tools_everywhere(&p, std::slice::from_ref(&good), vec![]).is_pass());
         // A mutating tool shown only to clients that use the initialize handshake.
         let eras = ToolsObservation {
             first: run("r1", Some(Era::Stateless2026), Some(&["add", "echo"])),

@@ -25,7 +25,7 @@ use super::{pinned, tcp_connect};
 use crate::config::{Family, Provider, Scenario};
 use crate::deployment::Deployment;
 use crate::engine::Target;
-use crate::mcp::{Ask, EntryPoint, Exchange, Limits, McpClient};
+use crate::mcp::{Ask, Endpoint, EntryPoint, Exchange, Limits, McpClient};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
 use crate::runner::{Check, Probe, RunContext, named};
 use crate::secret::Secret;
@@ -54,7 +54,16 @@ pub struct Look {
     /// A GET (event stream) and a POST (`tools/list`) with no bearer, wherever TCP opened.
     pub answers: Vec<Try>,
     /// The disabled credential presented at every listener on this position's networks.
-    pub credential: Vec<(Door, Vec<Try>)>,
+    pub credential: Vec<Presented>,
+}
+
+/// The disabled credential at one listener: what came back with it (MCP asks at the
+/// endpoint's path, an SSE GET there and at `/sse`), and the same POSTs without it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Presented {
+    pub door: Door,
+    pub with: Vec<Try>,
+    pub without: Vec<Try>,
 }
 
 /// One place to look from, and what to try there.
@@ -118,7 +127,7 @@ impl Probe for DisabledCheck {
                     Err(attempt) => return attempt,
                 }
             }
-            judge(&provider.url.to_string(), &seen, evidence)
+            judge(provider.url.as_str(), &seen, evidence)
         })
     }
 }
@@ -247,30 +256,52 @@ async fn look(
         read_timeout: limits.read_timeout.min(short),
         ..limits
     };
-    let asks = [
+    let credential =
+        join_all(doors.into_iter().map(|door| present(door, provider, secret.clone(), quick.clone()))).await;
+    Ok(Look { position: label.to_string(), name, knocks, answers, credential })
+}
+
+/// Presents the credential at one listener, and asks the same without it: a listener that
+/// turns the request away without the credential but not with it has accepted it, even
+/// where the path or the transport is not the disabled endpoint's.
+async fn present(door: Door, provider: &Provider, secret: Secret, limits: Limits) -> Presented {
+    let at = pinned(provider, door.addr.ip()).at_port(door.addr.port());
+    let mut legacy = at.clone();
+    legacy.url.set_path("/sse");
+    let posts = [
         Ask::new(EntryPoint::Initialize),
         Ask::new(EntryPoint::Discover).modern(),
         Ask::new(EntryPoint::ToolsList).modern(),
     ];
-    let credential = join_all(doors.into_iter().map(|door| {
-        let client = McpClient::new(
-            pinned(provider, door.addr.ip()).at_port(door.addr.port()),
-            Some(secret.clone()),
-            quick.clone(),
-        );
-        let asks = asks.clone();
+    let sse = [Ask::new(EntryPoint::SseGet)];
+    let mut plan: Vec<(Endpoint, Option<Secret>, &[Ask])> = vec![
+        (at.clone(), Some(secret.clone()), &posts),
+        (at.clone(), Some(secret.clone()), &sse),
+        (at.clone(), None, &posts),
+    ];
+    if legacy.url != at.url {
+        plan.push((legacy, Some(secret), &sse));
+    }
+    let none = BTreeSet::new();
+    let runs = join_all(plan.into_iter().map(|(endpoint, bearer, asks)| {
+        let presented = bearer.is_some();
+        let client = McpClient::new(endpoint, bearer, limits.clone());
+        let none = &none;
         async move {
-            let Ok(client) = client else { return (door, vec![]) };
-            let none = BTreeSet::new();
+            let Ok(client) = client else { return (presented, vec![]) };
             let tries = join_all(asks.iter().map(|ask| async {
-                Try { ask: ask.clone(), outcome: client.exchange(ask, &none).await.map_err(|e| ErrorSeen::from(&e)) }
+                Try { ask: ask.clone(), outcome: client.exchange(ask, none).await.map_err(|e| ErrorSeen::from(&e)) }
             }))
             .await;
-            (door, tries)
+            (presented, tries)
         }
     }))
     .await;
-    Ok(Look { position: label.to_string(), name, knocks, answers, credential })
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for (presented, tries) in runs {
+        if presented { with.extend(tries) } else { without.extend(tries) }
+    }
+    Presented { door, with, without }
 }
 
 /// The disabled credential was honoured: a result, a session, or an inventory.
@@ -279,6 +310,12 @@ fn grants(e: &Exchange) -> bool {
         || e.body.endpoint_event
         || e.body.inventory
         || ((200..300).contains(&e.status) && e.session_id.is_some())
+}
+
+/// A status a server gives only to a request it let through authentication: a redirect, or
+/// a client error other than a refusal (401, 403), a proxy's (407) or a rate limit (429).
+fn past_authentication(status: u16) -> bool {
+    (300..400).contains(&status) || ((400..500).contains(&status) && !matches!(status, 401 | 403 | 407 | 429))
 }
 
 /// Pure: no client routes the name, nothing accepts or answers, and no listener on the
@@ -328,37 +365,62 @@ pub fn judge(url: &str, looks: &[Look], mut evidence: Vec<String>) -> Attempt {
                 Err(e) => evidence.push(format!("{from}: {}: no HTTP answer ({})", t.ask, e.text)),
             }
         }
-        for (door, tries) in &l.credential {
-            let granted: Vec<&Exchange> =
-                tries.iter().filter_map(|t| t.outcome.as_ref().ok()).filter(|e| grants(e)).collect();
-            match granted.first() {
-                Some(e) => {
+        for p in &l.credential {
+            let door = &p.door;
+            let answers = |tries: &[Try]| -> Vec<String> {
+                tries
+                    .iter()
+                    .map(|t| match &t.outcome {
+                        Ok(e) => format!("{} {}", t.ask, e.status),
+                        Err(_) => format!("{} no answer", t.ask),
+                    })
+                    .collect()
+            };
+            let ok = |t: &Try| t.outcome.as_ref().ok().cloned();
+            let granted = p.with.iter().filter_map(ok).find(grants);
+            // Turned away without the credential, let past authentication with it.
+            let passed = p.with.iter().filter_map(ok).find_map(|e| {
+                let before = p.without.iter().filter(|t| t.ask == e.ask).find_map(ok)?;
+                (matches!(before.status, 401 | 403) && past_authentication(e.status)).then_some((before, e))
+            });
+            let message = match (&granted, &passed) {
+                (Some(e), _) => Some((
+                    e.clone(),
+                    format!(
+                        "{door} answered {} at {} {} with {}",
+                        e.ask,
+                        e.url,
+                        e.status,
+                        if e.body.has_result() { "a result" } else { "a session" }
+                    ),
+                )),
+                (None, Some((before, e))) => Some((
+                    e.clone(),
+                    format!(
+                        "{door} answered {} at {} {} without it but {} with it: it passes authentication there",
+                        e.ask, e.url, before.status, e.status
+                    ),
+                )),
+                (None, None) => None,
+            };
+            match message {
+                Some((e, how)) => {
                     evidence.push(format!("{from}: {door}: {}", e.summary()));
                     findings.push(
                         Finding::new(
                             FindingKind::CredentialAlive,
-                            format!(
-                                "the disabled provider's credential still works: {door} answered {} {} with {}",
-                                e.ask,
-                                e.status,
-                                if e.body.has_result() { "a result" } else { "a session" }
-                            ),
+                            format!("the disabled provider's credential still works: {how}"),
                         )
                         .fact("addr", door.addr)
                         .fact("container", &door.container)
                         .fact("network", &door.network),
                     );
                 }
-                None => {
-                    let statuses: Vec<String> = tries
-                        .iter()
-                        .map(|t| match &t.outcome {
-                            Ok(e) => e.status.to_string(),
-                            Err(_) => "no answer".into(),
-                        })
-                        .collect();
-                    evidence.push(format!("{from}: credential at {door}: {}", statuses.join(", ")));
-                }
+                None => evidence.push(format!(
+                    "{from}: credential at {door}: {}; without it: {}",
+                    answers(&p.with).join(", "),
+                    answers(&p.without).join(", ")
+                )),
             }
         }
     }
@@ -437,7 +499,11 @@ mod tests {
             via: super::super::reach::Via::Direct,
         };
         let ask = Ask::new(EntryPoint::Initialize);
-        l.credential = vec![(door, vec![Try { ask: ask.clone(), outcome: Ok(exchange(ask, 200, true)) }])];
+        l.credential = vec![Presented {
+            door,
+            with: vec![Try { ask: ask.clone(), outcome: Ok(exchange(ask, 200, true)) }],
+            without: vec![],
+        }];
         let Attempt::Fail { findings, .. } = judge("u", &[l], vec![]) else { panic!() };
         assert_eq!(findings[0].kind, FindingKind::CredentialAlive);
         assert_eq!(findings[0].facts["container"], "wiki-old_1");
@@ -453,7 +519,35 @@ mod tests {
             via: super::super::reach::Via::Direct,
         };
         let ask = Ask::new(EntryPoint::Initialize);
-        l.credential = vec![(door, vec![Try { ask: ask.clone(), outcome: Ok(exchange(ask, 401, false)) }])];
+        let refused = Try { ask: ask.clone(), outcome: Ok(exchange(ask.clone(), 401, false)) };
+        l.credential = vec![Presented { door, with: vec![refused.clone()], without: vec![refused] }];
         assert!(judge("u", &[l], vec![]).is_pass());
+    }
+
+    fn presented(with: u16, without: u16) -> Look {
+        let mut l = dark("client a");
+        let door = Door {
+            addr: "10.0.1.7:8000".parse().unwrap(),
+            container: "wiki-old_1".into(),
+            network: "net-native".into(),
+            via: super::super::reach::Via::Direct,
+        };
+        let ask = Ask::new(EntryPoint::Initialize);
+        let t = |status| Try { ask: ask.clone(), outcome: Ok(exchange(ask.clone(), status, false)) };
+        l.credential = vec![Presented { door, with: vec![t(with)], without: vec![t(without)] }];
+        l
+    }
+
+    #[test]
+    fn a_credential_let_past_authentication_elsewhere_than_the_endpoint_is_alive() {
+        // A legacy SSE leftover: POST /mcp is 401 without the credential, 404 with it.
+        let Attempt::Fail { findings, .. } = judge("u", &[presented(404, 401)], vec![]) else { panic!() };
+        assert_eq!(findings[0].kind, FindingKind::CredentialAlive);
+        assert!(findings[0].message.contains("401 without it but 404 with it"), "{}", findings[0].message);
+        assert!(!judge("u", &[presented(307, 403)], vec![]).is_pass());
+        // Refused both ways, routed before authentication, or an error of the server: dead.
+        for (with, without) in [(401, 401), (403, 401), (404, 404), (429, 401), (500, 401)] {
+            assert!(judge("u", &[presented(with, without)], vec![]).is_pass(), "{with} with, {without} without");
+        }
     }
 }

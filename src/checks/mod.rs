@@ -103,9 +103,9 @@ pub fn pinned(provider: &Provider, addr: IpAddr) -> Endpoint {
 }
 
 /// Where the contract checks of a provider stand and what they talk to: in host mode the
-/// URL as written from cordon's own namespace; otherwise the first admitted client with a
-/// running container (else the provider's own container), and every replica of the
-/// provider by an address reachable from there.
+/// URL as written from cordon's own namespace; otherwise a container's namespace (an
+/// admitted client's, else a provider replica's own) and the replicas of the provider it
+/// reaches, each by an address on a network they share.
 pub struct Vantage {
     pub place: Place,
     pub target: Option<Target>,
@@ -114,46 +114,97 @@ pub struct Vantage {
     pub endpoints: Vec<(String, Endpoint)>,
 }
 
+/// One vantage for the whole provider: the position that reaches the most replicas (the
+/// first admitted client when it reaches them all). A replica it cannot reach is left out;
+/// [`contract_vantages`] leaves none out.
 pub fn contract_vantage(ctx: &RunContext, provider: &Provider) -> Result<Vantage, Attempt> {
     let Some(deployment) = &ctx.deployment else {
-        let endpoint = Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None };
-        return Ok(Vantage {
-            place: Place::Host,
-            target: None,
-            label: Place::Host.label(),
-            endpoints: vec![(provider.url.to_string(), endpoint)],
-        });
+        return Ok(host_vantage(provider));
     };
     let topology = deployment.topology();
-    // An admitted client that shares a network with the provider, else the provider's
-    // own container: from there every replica is reachable by address.
-    let candidates = provider
+    let candidates = positions(ctx, &topology, provider);
+    let best = candidates
+        .iter()
+        .map(|(t, l)| (replicas_from(&topology, &provider.service, t), t, l))
+        .filter(|(r, _, _)| !r.is_empty())
+        .fold(None::<(Vec<Replica>, &Target, &String)>, |best, c| match best {
+            Some(b) if b.0.len() >= c.0.len() => Some(b),
+            _ => Some(c),
+        });
+    match best {
+        Some((replicas, target, label)) => Ok(vantage_at(provider, target, label, &replicas)),
+        None => Err(no_position(provider)),
+    }
+}
+
+/// Every replica of the provider, each probed from the first position (admitted clients
+/// first, then the replicas themselves) that shares a network with it: one vantage per
+/// position used.
+pub fn contract_vantages(ctx: &RunContext, provider: &Provider) -> Result<Vec<Vantage>, Attempt> {
+    let Some(deployment) = &ctx.deployment else {
+        return Ok(vec![host_vantage(provider)]);
+    };
+    let topology = deployment.topology();
+    let candidates = positions(ctx, &topology, provider);
+    let vantages: Vec<Vantage> = cover(&topology, &provider.service, &candidates)
+        .into_iter()
+        .map(|(i, replicas)| vantage_at(provider, &candidates[i].0, &candidates[i].1, &replicas))
+        .collect();
+    if vantages.is_empty() { Err(no_position(provider)) } else { Ok(vantages) }
+}
+
+/// Pure: assigns every running replica of `service` to the first candidate that reaches
+/// it; (candidate index, its replicas), in candidate order.
+pub fn cover(topology: &Topology, service: &str, candidates: &[(Target, String)]) -> Vec<(usize, Vec<Replica>)> {
+    let mut assigned: Vec<(usize, Vec<Replica>)> = Vec::new();
+    let mut covered: Vec<String> = Vec::new();
+    for (i, (target, _)) in candidates.iter().enumerate() {
+        let fresh: Vec<Replica> =
+            replicas_from(topology, service, target).into_iter().filter(|r| !covered.contains(&r.container)).collect();
+        if !fresh.is_empty() {
+            covered.extend(fresh.iter().map(|r| r.container.clone()));
+            assigned.push((i, fresh));
+        }
+    }
+    assigned
+}
+
+/// Where contract checks may stand, in order of preference: the running containers of
+/// admitted clients, then the provider's own replicas (each reaches at least itself).
+fn positions(ctx: &RunContext, topology: &Topology, provider: &Provider) -> Vec<(Target, String)> {
+    let clients = provider
         .allowed_consumers
         .iter()
         .filter_map(|c| ctx.scenario.clients.iter().find(|x| &x.id == c))
-        .filter_map(|c| topology.running(&c.service).first().map(|t| (t.clone(), format!("client {}", c.id))))
-        .chain(topology.running(&provider.service).first().map(|t| (t.clone(), format!("provider {}", provider.id))));
-    let mut position = None;
-    for (target, label) in candidates {
-        let replicas = replicas_from(&topology, &provider.service, &target);
-        if !replicas.is_empty() {
-            position = Some((target, label, replicas));
-            break;
-        }
+        .filter_map(|c| topology.running(&c.service).first().map(|t| (t.clone(), format!("client {}", c.id))));
+    let replicas = topology.running(&provider.service).iter().map(|t| (t.clone(), format!("provider {}", provider.id)));
+    clients.chain(replicas).collect()
+}
+
+fn host_vantage(provider: &Provider) -> Vantage {
+    let endpoint = Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None };
+    Vantage {
+        place: Place::Host,
+        target: None,
+        label: Place::Host.label(),
+        endpoints: vec![(provider.url.to_string(), endpoint)],
     }
-    let Some((target, label, replicas)) = position else {
-        return Err(Attempt::not_ready(
-            format!("no running container of an admitted client or of provider `{}` to probe from", provider.id),
-            vec![],
-        ));
-    };
-    let endpoints = replicas.iter().map(|r| (r.label(), pinned(provider, r.addr))).collect();
-    Ok(Vantage {
-        place: crate::deployment::Deployment::place(&target, &label),
+}
+
+fn vantage_at(provider: &Provider, target: &Target, label: &str, replicas: &[Replica]) -> Vantage {
+    Vantage {
+        place: crate::deployment::Deployment::place(target, label),
         label: format!("{label} ({})", target.name),
-        target: Some(target),
-        endpoints,
-    })
+        target: Some(target.clone()),
+        endpoints: replicas.iter().map(|r| (r.label(), pinned(provider, r.addr))).collect(),
+    }
+}
+
+fn no_position(provider: &Provider) -> Attempt {
+    Attempt::not_ready(
+        format!("no running container of an admitted client or of provider `{}` to probe from", provider.id),
+        vec![],
+    )
 }
 
 /// Runs `job` at the vantage point: in the position's namespace, or in cordon's own.
@@ -176,6 +227,27 @@ where
     }
 }
 
+/// Runs `job` on each vantage's endpoints in that vantage's namespace, one vantage after
+/// the other; every result in order, and where they were probed from.
+pub async fn run_everywhere<F, Fut, T>(
+    ctx: &RunContext,
+    vantages: &[Vantage],
+    job: F,
+) -> Result<(Vec<T>, String), Attempt>
+where
+    F: Fn(Vec<(String, Endpoint)>) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Vec<T>> + 'static,
+    T: Send + 'static,
+{
+    let mut all = Vec::new();
+    for vantage in vantages {
+        let endpoints = vantage.endpoints.clone();
+        let job = job.clone();
+        all.extend(run_at(ctx, vantage, move |_view| job(endpoints)).await?);
+    }
+    Ok((all, vantages.iter().map(|v| v.label.as_str()).collect::<Vec<_>>().join(", ")))
+}
+
 /// Ok when a TCP connection opens within `timeout`; the error says how it failed.
 pub async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
     match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await {
@@ -192,3 +264,6 @@ pub async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Result<(), Stri
 pub fn join_addrs(addrs: &[IpAddr]) -> String {
     addrs.iter().map(IpAddr::to_string).collect::<Vec<_>>().join(", ")
 }
+
+#[cfg(test)]
+mod tests;

@@ -72,10 +72,12 @@ pub enum Role {
         network: String,
     },
     Wildcard,
-    /// Another container the engine knows.
+    /// Another container the engine knows; `shared`: whether the client is on that network
+    /// too (`None`: no client to ask).
     Other {
         container: String,
         network: String,
+        shared: Option<bool>,
     },
     Unknown,
 }
@@ -90,8 +92,13 @@ impl Role {
                 )
             }
             Role::Wildcard => format!("{addr} (in the wildcard set)"),
-            Role::Other { container, network } => {
-                format!("{addr}, which is `{container}` on `{network}`, not a container of the provider")
+            Role::Other { container, network, shared } => {
+                let whose = match shared {
+                    Some(true) => " (a network the client shares)",
+                    Some(false) => " (a network the client does not share)",
+                    None => "",
+                };
+                format!("{addr}, which is `{container}` on `{network}`{whose}, not a container of the provider")
             }
             Role::Unknown => format!("{addr}, which is no container the engine knows"),
         }
@@ -107,6 +114,7 @@ pub fn roles(
     topology: &Topology,
 ) -> Vec<(IpAddr, Role)> {
     let shares = |network: &str| client.is_none_or(|c| c.attachments.iter().any(|a| a.network == network));
+    let shares_key = |key: &str| client.map(|c| c.attachments.iter().any(|a| topology.network_key(&a.network) == key));
     seen.answer
         .addrs
         .iter()
@@ -126,7 +134,9 @@ pub fn roles(
                 }
                 None if seen.wildcard.contains(addr) => Role::Wildcard,
                 None => match topology.owner_of(*addr) {
-                    Some(o) => Role::Other { container: o.container, network: o.network },
+                    Some(o) => {
+                        Role::Other { shared: shares_key(&o.network), container: o.container, network: o.network }
+                    }
                     None => Role::Unknown,
                 },
             };
@@ -270,6 +280,14 @@ mod tests {
         let s = seen(&["10.0.9.5"], &[], AnswerSource::Dns);
         let r = roles(&s, &[], None, &topology());
         let f = judge(&s, &r, "client c").unwrap_err();
-        assert!(f[0].message.contains("10.0.9.5, which is `beta` on `net-beta`"), "{}", f[0].message);
+        assert!(f[0].message.contains("10.0.9.5, which is `beta` on `net-beta`, not a container"), "{}", f[0].message);
+        let client = target("client", "p_net-native", "10.0.1.100");
+        let r = roles(&s, &[], Some(&client), &topology());
+        let f = judge(&s, &r, "client c").unwrap_err();
+        assert!(f[0].message.contains("on `net-beta` (a network the client does not share)"), "{}", f[0].message);
+        let client = target("client", "p_net-beta", "10.0.9.100");
+        let r = roles(&s, &[], Some(&client), &topology());
+        let f = judge(&s, &r, "client c").unwrap_err();
+        assert!(f[0].message.contains("on `net-beta` (a network the client shares)"), "{}", f[0].message);
     }
 }

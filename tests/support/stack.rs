@@ -39,6 +39,55 @@ pub struct Stack {
     pub project: String,
     pub env: Vec<(String, String)>,
     files: Vec<PathBuf>,
+    /// Containers started by hand (`docker run`) into this project: removed first on drop.
+    extras: std::sync::Mutex<Vec<String>>,
+    subnet: String,
+}
+
+/// Subnets of the stacks up in this test binary: two tests given the same subnet take turns.
+static SUBNETS_IN_USE: (std::sync::Mutex<Vec<String>>, std::sync::Condvar) =
+    (std::sync::Mutex::new(Vec::new()), std::sync::Condvar::new());
+
+fn take_subnet(subnet: &str) {
+    let (lock, freed) = &SUBNETS_IN_USE;
+    let mut in_use = lock.lock().unwrap_or_else(|e| e.into_inner());
+    while in_use.iter().any(|s| s == subnet) {
+        in_use = freed.wait(in_use).unwrap_or_else(|e| e.into_inner());
+    }
+    in_use.push(subnet.to_string());
+}
+
+fn release_subnet(subnet: &str) {
+    let (lock, freed) = &SUBNETS_IN_USE;
+    lock.lock().unwrap_or_else(|e| e.into_inner()).retain(|s| s != subnet);
+    freed.notify_all();
+}
+
+/// A container started by hand into a stack's project, with the compose labels of one of
+/// its services (a replica compose did not create, as a leftover or a manual `docker run`
+/// would be), its DNS alias on each network, and the reference stack's hardening.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraReplica {
+    /// Suffix of the container name: `<project>_<service>_<name>`.
+    pub name: String,
+    pub service: String,
+    /// Started with neither the compose labels nor the service's alias: a container of
+    /// no project (a leftover of another deployment) on the project's networks.
+    #[serde(default)]
+    pub outsider: bool,
+    /// Compose keys of the networks to attach, in order.
+    pub networks: Vec<String>,
+    #[serde(default = "nobody")]
+    pub user: String,
+    /// Variables of the stack's environment to pass in.
+    #[serde(default)]
+    pub env: Vec<String>,
+    pub command: Vec<String>,
+}
+
+fn nobody() -> String {
+    "65534:65534".into()
 }
 
 impl Stack {
@@ -60,8 +109,15 @@ impl Stack {
         ];
         let mut files = vec![repo().join("docker/reference/compose.yaml")];
         files.extend(override_file.map(Path::to_path_buf));
+        take_subnet(subnet);
         remove_leftover_networks(&format!("cordon-e2e-{name}-"));
-        let stack = Stack { project: format!("cordon-e2e-{name}-{}", std::process::id()), env, files };
+        let stack = Stack {
+            project: format!("cordon-e2e-{name}-{}", std::process::id()),
+            env,
+            files,
+            extras: Default::default(),
+            subnet: subnet.to_string(),
+        };
         let out = stack.compose(&["up", "-d", "--no-build"]);
         assert!(
             out.status.success(),
@@ -70,6 +126,73 @@ impl Stack {
             String::from_utf8_lossy(&out.stderr)
         );
         stack
+    }
+
+    /// Starts `replica` into this project; it is removed when the stack is dropped.
+    pub fn run_replica(&self, replica: &ExtraReplica) -> String {
+        let name = format!("{}_{}_{}", self.project, replica.service, replica.name);
+        let network = |key: &str| format!("{}_{key}", self.project);
+        let (first, rest) = replica.networks.split_first().expect("a replica needs a network");
+        let mut args: Vec<String> = ["create", "--name", &name, "--label", "cordon-test=1"].map(String::from).to_vec();
+        if !replica.outsider {
+            for label in [
+                format!("com.docker.compose.project={}", self.project),
+                format!("com.docker.compose.service={}", replica.service),
+            ] {
+                args.extend(["--label".into(), label]);
+            }
+            args.extend(["--network-alias".into(), replica.service.clone()]);
+        }
+        args.extend(["--network".into(), network(first)]);
+        args.extend(["--user".into(), replica.user.clone(), "--read-only".into(), "--cap-drop".into(), "ALL".into()]);
+        args.extend(
+            ["--security-opt", "no-new-privileges:true", "--memory", "64m", "--cpus", "0.5", "--pids-limit", "64"]
+                .map(String::from),
+        );
+        for var in &replica.env {
+            let value = self
+                .env
+                .iter()
+                .find(|(k, _)| k == var)
+                .unwrap_or_else(|| panic!("no {var} in the stack's environment"));
+            args.extend(["--env".into(), format!("{var}={}", value.1)]);
+        }
+        args.push(fixture_image());
+        args.extend(replica.command.iter().map(|c| self.expand(c)));
+        let created = Command::new("docker").args(&args).output().unwrap();
+        assert!(created.status.success(), "docker create {name}: {}", String::from_utf8_lossy(&created.stderr));
+        self.extras.lock().unwrap().push(name.clone());
+        for key in rest {
+            let alias: &[&str] = if replica.outsider { &[] } else { &["--alias", &replica.service] };
+            let out = Command::new("docker")
+                .args(["network", "connect"])
+                .args(alias)
+                .args([&network(key), &name])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "connecting {name} to {key}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let started = Command::new("docker").args(["start", &name]).output().unwrap();
+        assert!(started.status.success(), "docker start {name}: {}", String::from_utf8_lossy(&started.stderr));
+        name
+    }
+
+    /// `${CORDON_SUBNET}` and `{project}` in a variant's text, as this stack has them.
+    pub fn expand(&self, text: &str) -> String {
+        let subnet = &self.env.iter().find(|(k, _)| k == "CORDON_SUBNET").expect("subnet").1;
+        text.replace("${CORDON_SUBNET}", subnet).replace("{project}", &self.project)
+    }
+
+    /// The request lines a fixture server of `service` logged, and those it did not refuse
+    /// for want of a valid bearer: any such line means a credential it accepts reached it.
+    pub fn accepted_requests(&self, service: &str) -> (usize, Vec<String>) {
+        let container = format!("{}_{service}_1", self.project);
+        let out = Command::new("docker").args(["logs", &container]).output().unwrap();
+        assert!(out.status.success(), "docker logs {container}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let requests: Vec<&str> = text.lines().filter(|l| l.starts_with("mcp ") && l.contains(" -> ")).collect();
+        let accepted = requests.iter().filter(|l| !l.contains("auth=refused")).map(|l| l.to_string()).collect();
+        (requests.len(), accepted)
     }
 
     fn compose(&self, args: &[&str]) -> std::process::Output {
@@ -119,6 +242,17 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
+        self.tear_down();
+        release_subnet(&self.subnet);
+    }
+}
+
+impl Stack {
+    fn tear_down(&self) {
+        // Compose does not know the hand-started replicas; they hold its networks.
+        for name in self.extras.lock().map(|e| e.clone()).unwrap_or_default() {
+            let _ = Command::new("docker").args(["rm", "-f", "-v", &name]).output();
+        }
         let out = self.compose(&["down", "-v", "--remove-orphans", "-t", "1"]);
         if out.status.success() {
             return;
@@ -150,6 +284,27 @@ impl Drop for Stack {
 /// Networks an earlier run of this same test could not remove (see the Drop below) still
 /// hold this test's subnets; nothing else uses the name prefix.
 fn remove_leftover_networks(prefix: &str) {
+    // Replicas a killed run started by hand would pin them.
+    let listed = Command::new("docker")
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            "label=cordon-test=1",
+            "--filter",
+            &format!("name={prefix}"),
+            "--format",
+            "{{.Names}}",
+        ])
+        .output();
+    for name in listed
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
+        if name.starts_with(prefix) {
+            let _ = Command::new("docker").args(["rm", "-f", "-v", &name]).output();
+        }
+    }
     let listed = Command::new("docker").args(["network", "ls", "--format", "{{.Name}}"]).output();
     let names: Vec<String> = listed
         .map(|o| {
