@@ -114,29 +114,6 @@ pub struct Vantage {
     pub endpoints: Vec<(String, Endpoint)>,
 }
 
-/// One vantage for the whole provider: the position that reaches the most replicas (the
-/// first admitted client when it reaches them all). A replica it cannot reach is left out;
-/// [`contract_vantages`] leaves none out.
-pub fn contract_vantage(ctx: &RunContext, provider: &Provider) -> Result<Vantage, Attempt> {
-    let Some(deployment) = &ctx.deployment else {
-        return Ok(host_vantage(provider));
-    };
-    let topology = deployment.topology();
-    let candidates = positions(ctx, &topology, provider);
-    let best = candidates
-        .iter()
-        .map(|(t, l)| (replicas_from(&topology, &provider.service, t), t, l))
-        .filter(|(r, _, _)| !r.is_empty())
-        .fold(None::<(Vec<Replica>, &Target, &String)>, |best, c| match best {
-            Some(b) if b.0.len() >= c.0.len() => Some(b),
-            _ => Some(c),
-        });
-    match best {
-        Some((replicas, target, label)) => Ok(vantage_at(provider, target, label, &replicas)),
-        None => Err(no_position(provider)),
-    }
-}
-
 /// Every replica of the provider, each probed from the first position (admitted clients
 /// first, then the replicas themselves) that shares a network with it: one vantage per
 /// position used.
@@ -239,11 +216,16 @@ where
     Fut: Future<Output = Vec<T>> + 'static,
     T: Send + 'static,
 {
-    let mut all = Vec::new();
-    for vantage in vantages {
+    // Every position probes at once: their waits overlap.
+    let runs = futures_util::future::join_all(vantages.iter().map(|vantage| {
         let endpoints = vantage.endpoints.clone();
         let job = job.clone();
-        all.extend(run_at(ctx, vantage, move |_view| job(endpoints)).await?);
+        run_at(ctx, vantage, move |_view| job(endpoints))
+    }))
+    .await;
+    let mut all = Vec::new();
+    for run in runs {
+        all.extend(run?);
     }
     Ok((all, vantages.iter().map(|v| v.label.as_str()).collect::<Vec<_>>().join(", ")))
 }

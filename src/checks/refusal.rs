@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::session::ErrorSeen;
-use super::{contract_vantage, run_at};
+use super::{contract_vantages, run_everywhere};
 use crate::config::{Provider, Refusal};
 use crate::mcp::{Ask, Endpoint, EntryPoint, Era, Exchange, Limits, McpClient, Transport};
 use crate::model::{Attempt, Finding, FindingKind};
@@ -108,22 +108,24 @@ impl Probe for RefusalCheck {
                 Ok(p) => p,
                 Err(attempt) => return attempt,
             };
-            let vantage = match contract_vantage(ctx, &provider) {
+            let vantages = match contract_vantages(ctx, &provider) {
                 Ok(v) => v,
                 Err(attempt) => return attempt,
             };
             let valid = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
-            let endpoints = vantage.endpoints.clone();
             let p = provider.clone();
-            let observed = run_at(ctx, &vantage, move |_view| async move {
-                join_all(endpoints.into_iter().map(|(replica, endpoint)| {
-                    observe_replica(replica, endpoint, &p, valid.clone(), presented.clone(), limits.clone())
-                }))
-                .await
+            let observed = run_everywhere(ctx, &vantages, move |endpoints| {
+                let (p, valid, presented, limits) = (p.clone(), valid.clone(), presented.clone(), limits.clone());
+                async move {
+                    join_all(endpoints.into_iter().map(|(replica, endpoint)| {
+                        observe_replica(replica, endpoint, &p, valid.clone(), presented.clone(), limits.clone())
+                    }))
+                    .await
+                }
             })
             .await;
-            let observations = match observed {
+            let (observations, from) = match observed {
                 Ok(o) => o,
                 Err(attempt) => return attempt,
             };
@@ -132,7 +134,7 @@ impl Probe for RefusalCheck {
             if let Attempt::Pass { evidence } | Attempt::Fail { evidence, .. } | Attempt::NotReady { evidence, .. } =
                 &mut attempt
             {
-                evidence.insert(0, format!("probed from {}", vantage.label));
+                evidence.insert(0, format!("probed from {from}"));
             }
             attempt
         })

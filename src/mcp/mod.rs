@@ -233,7 +233,7 @@ pub enum McpError {
         body_excerpt: String,
     },
     #[error(
-        "{entry} got {} redirect to {} from {url} (a redirect is not a refusal of the MCP protocol; cordon never follows redirects)",
+        "{entry} got {} to {} from {url} (a redirect is not a refusal of the MCP protocol; cordon follows only same-origin 307/308, at most 3 hops)",
         status_text(*status), opt(location)
     )]
     Redirect { entry: String, url: String, status: u16, location: Option<String> },

@@ -260,8 +260,8 @@ async fn a_redirect_is_reported_and_never_followed() {
         other => panic!("expected a redirect, got {other}"),
     }
     let text = err.to_string();
-    assert!(text.contains("302 Found redirect to http://idp.example/login"), "{text}");
-    assert!(text.contains("cordon never follows redirects"), "{text}");
+    assert!(text.contains("302 Found to http://idp.example/login"), "{text}");
+    assert!(text.contains("cordon follows only same-origin 307/308"), "{text}");
     assert_eq!(server.seen().len(), 1, "a redirect must not be followed");
     assert!(!err.is_not_ready());
 }
