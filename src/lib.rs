@@ -15,6 +15,7 @@ pub mod fsutil;
 pub mod mcp;
 pub mod model;
 pub mod netns;
+pub mod openwebui;
 pub mod report;
 pub mod runner;
 pub mod secret;

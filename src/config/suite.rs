@@ -48,7 +48,7 @@ impl Family {
     pub fn supported_in(self, mode: Mode) -> bool {
         match mode {
             Mode::Host => matches!(self, Family::Contract),
-            Mode::Compose => !matches!(self, Family::Openwebui),
+            Mode::Compose => true,
             Mode::Swarm => false,
         }
     }
@@ -68,6 +68,9 @@ struct SuiteFile {
     known_failures: Vec<Spanned<KnownFailureFile>>,
     #[serde(default)]
     outputs: OutputsFile,
+    /// Checks that disrupt the deployment (a container restart) may run.
+    #[serde(default)]
+    disruptive: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -117,6 +120,9 @@ pub struct Suite {
     pub concurrency: usize,
     pub known_failures: Vec<KnownFailure>,
     pub outputs: Outputs,
+    /// Checks that disrupt the deployment (restarting a container) may run; otherwise
+    /// they are skipped, saying so.
+    pub disruptive: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -283,6 +289,7 @@ impl Suite {
             concurrency,
             known_failures,
             outputs,
+            disruptive: raw.disruptive,
         })
     }
 
@@ -298,6 +305,7 @@ impl Suite {
             concurrency: DEFAULT_CONCURRENCY,
             known_failures: Vec::new(),
             outputs: Outputs::default(),
+            disruptive: false,
         }
     }
 }
