@@ -20,7 +20,8 @@ printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/tmp:/usr/sbi
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
 printf 'passwd: files\ngroup: files\nhosts: files dns\n' > "$root/etc/nsswitch.conf"
 ln -s usr/bin "$root/bin"
-ln -s usr/sbin "$root/sbin"
+# /sbin stays a real directory: the engine mounts docker-init there (init: true).
+mkdir -p "$root/sbin"
 chmod 1777 "$root/tmp"
 chmod 0755 "$root/data"
 # A named volume mounted on /data starts as a copy of this directory, owner included.

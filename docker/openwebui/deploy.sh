@@ -13,7 +13,7 @@
 # A variant directory may hold compose.yaml (an override), connections.json (replaces
 # the declared connections) and env (KEY=value lines exported before compose runs).
 # Env: CORDON_SUBNET, CORDON_FIXTURE_IMAGE, CORDON_OWUI_IMAGE, the stack's secrets
-# (NATIVE_TOKEN MODERN_TOKEN MODEL_KEY OIDC_CLIENT_SECRET IDP_CONTROL_TOKEN OWUI_SECRET_KEY
+# (NATIVE_TOKEN FILES_TOKEN MODEL_KEY OIDC_CLIENT_SECRET IDP_CONTROL_TOKEN OWUI_SECRET_KEY
 # OWUI_ADMIN_PASSWORD), and OWUI_VENV / OWUI_PYTHON_BASE (read from
 # ${CORDON_OWUI_DIR:-<repo>/.owui}/paths.env when unset). Secrets are never printed.
 set -euo pipefail
@@ -50,8 +50,16 @@ script="$(cat "$here/provision.py")"
 in_webui() { docker exec -i "$(compose ps -q openwebui)" "$OWUI_VENV/bin/python" -c "$script" "$@"; }
 
 t0=$SECONDS
-say "1/3 starting project $project on ${CORDON_SUBNET}.0.0/16 (Open WebUI with no connections yet)"
-TOOL_SERVER_CONNECTIONS='[]' compose up -d --no-build --remove-orphans >&2
+webui="$(compose ps -q openwebui 2>/dev/null || true)"
+if [ -n "$webui" ] && [ "$(docker inspect --format '{{.State.Running}}' "$webui" 2>/dev/null)" = true ]; then
+    # Already deployed: apply the variant's other services, then re-provision Open WebUI.
+    others=($(compose config --services | grep -vx openwebui))
+    say "1/3 project $project is up: updating ${others[*]}"
+    compose up -d --no-build --no-deps --remove-orphans "${others[@]}" >&2
+else
+    say "1/3 starting project $project on ${CORDON_SUBNET}.0.0/16 (Open WebUI with no connections yet)"
+    TOOL_SERVER_CONNECTIONS='[]' compose up -d --no-build --remove-orphans >&2
+fi
 spec="$(python3 - "$connections" <<'PY'
 import json, os, sys
 spec = json.load(open(sys.argv[1]))
@@ -65,12 +73,12 @@ spec["admin"] = {"email": "admin@cordon.test", "password": os.environ["OWUI_ADMI
 print(json.dumps(spec))
 PY
 )"
-say "2/3 first boot, then groups and connections through the admin API"
+say "2/3 waiting for /ready, then groups and connections through the admin API"
 rendered="$(printf '%s' "$spec" | in_webui)"
 booted=$((SECONDS - t0))
-say "    first boot and provisioning took ${booted}s"
+say "    boot (if any) and provisioning took ${booted}s"
 t1=$SECONDS
-say "3/3 recreating Open WebUI with TOOL_SERVER_CONNECTIONS (the groups' ids in its grants)"
+say "3/3 (re)creating Open WebUI with TOOL_SERVER_CONNECTIONS (the groups' ids in its grants)"
 TOOL_SERVER_CONNECTIONS="$rendered" compose up -d --no-build --no-deps openwebui >&2
 printf '{"admin":null,"connections":[]}' | in_webui wait
 say "    recreate to /ready took $((SECONDS - t1))s; deployed in $((SECONDS - t0))s"

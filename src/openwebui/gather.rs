@@ -170,7 +170,9 @@ pub async fn chat_tool_call(
                             seen.error = Some(format!("Open WebUI saved an error: {}", text::sanitize(e)));
                         }
                         if seen.done || error.is_some() {
-                            seen.reply = Some(text::body_excerpt(reply_text(content).as_bytes(), REPLY_CHARS));
+                            // Line breaks become spaces (JSON still parses), the rest is sanitized.
+                            let flat = reply_text(content).replace(['\n', '\r', '\t'], " ");
+                            seen.reply = Some(text::body_excerpt(flat.as_bytes(), REPLY_CHARS));
                             break;
                         }
                     }

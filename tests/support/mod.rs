@@ -1,4 +1,5 @@
 pub mod docker;
 pub mod harness;
+pub mod openwebui;
 pub mod peers;
 pub mod stack;
