@@ -31,12 +31,14 @@ if [ -z "${OWUI_VENV:-}" ]; then
     set -a; . "$paths"; set +a
 fi
 files=(-f "$here/compose.yaml")
+override="$here/no-override.yaml"
 connections="$here/connections.json"
 if [ -n "$variant" ]; then
-    [ -f "$variant/compose.yaml" ] && files+=(-f "$variant/compose.yaml")
+    [ -f "$variant/compose.yaml" ] && override="$variant/compose.yaml"
     [ -f "$variant/connections.json" ] && connections="$variant/connections.json"
     if [ -f "$variant/env" ]; then set -a; . "$variant/env"; set +a; fi
 fi
+files+=(-f "$override")
 compose() { docker-compose -p "$project" "${files[@]}" "$@"; }
 
 if [ "$verb" = down ]; then

@@ -16,8 +16,8 @@ mod restart;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use url::Url;
 
@@ -133,10 +133,23 @@ impl Signin {
     }
 
     /// The API client (built on the calling thread: call it inside the namespace) and an
-    /// admin session.
+    /// admin session. One session serves the whole run: Open WebUI allows 15 sign-ins per
+    /// address in 3 minutes, and its tokens outlive a restart (same secret key).
     pub async fn open(&self) -> Result<(Api, Token), ApiError> {
+        static SESSIONS: LazyLock<Mutex<HashMap<String, Token>>> = LazyLock::new(Default::default);
         let api = Api::new(&self.url, &self.limits, &self.redactor)?;
+        let key = format!("{} {}", self.url, self.email);
+        let cached = SESSIONS.lock().expect("sessions lock").get(&key).cloned();
+        if let Some(token) = cached {
+            match api.send(reqwest::Method::GET, "/api/v1/auths/", Some(&token), None).await?.status {
+                200 => return Ok((api, token)),
+                _ => {
+                    SESSIONS.lock().expect("sessions lock").remove(&key);
+                }
+            }
+        }
         let admin = api.signin("admin", &self.email, &self.password).await?;
+        SESSIONS.lock().expect("sessions lock").insert(key, admin.clone());
         Ok((api, admin))
     }
 }

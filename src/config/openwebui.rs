@@ -188,3 +188,84 @@ pub(super) fn at_most_one(file: &Path, clients: &[(&String, Location)]) -> Vec<C
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Scenario;
+    use crate::secret::Redactor;
+
+    const BASE: &str = r#"name: owui
+credentials:
+  native-token: { file: t }
+  admin-pw: { file: t }
+providers:
+  native:
+    url: http://native:8000/mcp
+    credential: native-token
+    allowed_consumers: [webui]
+    tools: { allowlist: [add] }
+  wiki:
+    url: http://wiki:8000/mcp
+    credential: native-token
+    disabled: true
+    tools: { allowlist: [] }
+clients:
+  webui:
+    service: openwebui
+    credentials: { native: native-token }
+    openwebui:
+"#;
+
+    fn load(block: &str, extra: &str) -> Result<Scenario, Vec<String>> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t"), "a-credential-value\n").unwrap();
+        let path = dir.path().join("s.yaml");
+        std::fs::write(&path, format!("{BASE}{block}{extra}")).unwrap();
+        Scenario::load(&path, &Redactor::new())
+            .map_err(|e| e.0.iter().map(|e| format!("{}:{}: {}: {}", e.line, e.column, e.key, e.message)).collect())
+    }
+
+    #[test]
+    fn a_block_resolves_with_defaults() {
+        let block = "      admin: { email: admin@x.test, password: admin-pw }\n      groups: { native: roles/native/mcp }\n";
+        let s = load(block, "").unwrap();
+        let o = s.clients[0].openwebui.as_ref().unwrap();
+        assert_eq!(o.url.as_str(), "http://127.0.0.1:8080/");
+        assert_eq!(o.groups["native"], "roles/native/mcp");
+        assert!(o.oidc.is_none() && o.model.is_none());
+    }
+
+    #[test]
+    fn every_problem_is_located() {
+        let block = concat!(
+            "      url: ftp://x\n",
+            "      admin: { email: nobody, password: missing-pw }\n",
+            "      groups: { ghost: roles/ghost/mcp }\n",
+            "      oidc: { control: not-a-url, control_credential: nope }\n",
+        );
+        let errors = load(block, "").unwrap_err();
+        let text = errors.join("\n");
+        for expected in [
+            "clients.webui.openwebui.url: `ftp://x` must be an http URL",
+            "clients.webui.openwebui.admin.password: credential `missing-pw` is not defined",
+            "clients.webui.openwebui.oidc.control_credential: credential `nope` is not defined",
+            "clients.webui.openwebui.admin.email: the admin's email has no `@`",
+            "clients.webui.openwebui.groups.ghost: `ghost` is not a provider of this scenario",
+            "clients.webui.openwebui.groups: provider `native` admits this client but no group is named",
+            "clients.webui.openwebui.oidc.control: `not-a-url` must be an http URL",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+        }
+        assert!(errors.iter().all(|e| !e.starts_with("0:")), "every error has a line: {text}");
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_and_one_open_webui_per_scenario() {
+        let block = "      admin: { email: a@x.test, password: admin-pw }\n      groups: { native: g }\n      colour: red\n";
+        assert!(load(block, "").unwrap_err().join("\n").contains("colour"));
+        let second = "  other:\n    openwebui:\n      admin: { email: a@x.test, password: admin-pw }\n";
+        let ok = "      admin: { email: a@x.test, password: admin-pw }\n      groups: { native: g }\n";
+        let text = load(ok, second).unwrap_err().join("\n");
+        assert!(text.contains("only one client may have an `openwebui` block"), "{text}");
+    }
+}

@@ -225,7 +225,7 @@ async fn after_restart(
                 path: "/ready".into(),
                 detail,
             })?;
-            let admin = api.signin("admin", &signin.email, &signin.password).await?;
+            let (api, admin) = signin.open().await?;
             let eph = Ephemeral::resume(&api, &admin, key);
             let observed = async {
                 let after = gather::admin_view(&api, &admin, &signin.credentials).await?;
