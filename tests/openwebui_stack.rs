@@ -64,14 +64,20 @@ impl Outcome {
     }
 
     /// Runs `suite`, keeps every output for the secret scan, returns verdicts by check.
-    fn run(&mut self, stack: &OwuiStack, label: &str, suite: &Path) -> (i32, BTreeMap<String, (String, String)>, String) {
+    fn run(
+        &mut self,
+        stack: &OwuiStack,
+        label: &str,
+        suite: &Path,
+    ) -> (i32, BTreeMap<String, (String, String)>, String) {
         let results = tempfile::tempdir().unwrap();
         let started = Instant::now();
         let (code, stdout, stderr, report) = stack.cordon(suite, &dir().join("scenario.yaml"), results.path());
         self.timings.push(format!("{label}: suite {:.1}s", started.elapsed().as_secs_f64()));
         for entry in std::fs::read_dir(results.path()).unwrap() {
             let path = entry.unwrap().path();
-            self.outputs.push((format!("{label}: {}", path.display()), std::fs::read_to_string(&path).unwrap_or_default()));
+            self.outputs
+                .push((format!("{label}: {}", path.display()), std::fs::read_to_string(&path).unwrap_or_default()));
         }
         self.outputs.push((format!("{label}: stdout"), stdout.clone()));
         self.outputs.push((format!("{label}: stderr"), stderr.clone()));
@@ -117,7 +123,10 @@ fn open_webui_reference_stack_sentinel_variant_and_every_broken_variant() {
     o.check(code == 0, format!("sentinel-group: exit {code}\n{console}"));
     let (code, got, _) = o.run(&stack, "sentinel-group (reference baseline)", &dir().join("suite-steady.yaml"));
     let oidc = got.get("openwebui::access::last_group_removed::oidc").map(|(v, _)| v.as_str());
-    o.check(oidc == Some("stale_baseline") && code == 1, format!("sentinel-group: a passing known failure is {oidc:?} (exit {code}), not a stale baseline"));
+    o.check(
+        oidc == Some("stale_baseline") && code == 1,
+        format!("sentinel-group: a passing known failure is {oidc:?} (exit {code}), not a stale baseline"),
+    );
 
     for name in BROKEN {
         let expect = expect_of(name);
@@ -131,7 +140,13 @@ fn open_webui_reference_stack_sentinel_variant_and_every_broken_variant() {
                 Some((verdict, reason)) => {
                     eprintln!("observed: {name}: {} {verdict}: {reason}", f.check);
                     o.check(verdict == "failed", format!("{name}: {} is {verdict}, should fail: {reason}", f.check));
-                    o.check(reason.contains(&f.reason), format!("{name}: {} failed for another reason:\n  expected: {}\n  got: {reason}", f.check, f.reason));
+                    o.check(
+                        reason.contains(&f.reason),
+                        format!(
+                            "{name}: {} failed for another reason:\n  expected: {}\n  got: {reason}",
+                            f.check, f.reason
+                        ),
+                    );
                 }
                 None => o.check(false, format!("{name}: no check {} in the report", f.check)),
             }

@@ -55,10 +55,16 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
     let desired = Desired::of(scenario, &client);
     let site = |_: ()| probes::Site { client: client.clone() };
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
-    checks.push(named(name(&client, "connections", None, None), probes::Connections { site: site(()), desired: desired.clone() }));
+    checks.push(named(
+        name(&client, "connections", None, None),
+        probes::Connections { site: site(()), desired: desired.clone() },
+    ));
     for want in &desired.connections {
         let p = &want.provider;
-        checks.push(named(name(&client, "reach", Some(p), Some(p)), probes::Reach { site: site(()), provider: p.clone() }));
+        checks.push(named(
+            name(&client, "reach", Some(p), Some(p)),
+            probes::Reach { site: site(()), provider: p.clone() },
+        ));
     }
     for want in &desired.connections {
         let p = &want.provider;
@@ -67,7 +73,13 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
         match (&webui.model, read) {
             (Some(model), Some(read)) => checks.push(named(
                 check,
-                probes::ToolCall { site: site(()), provider: p.clone(), group: want.group.clone(), model: model.clone(), read },
+                probes::ToolCall {
+                    site: site(()),
+                    provider: p.clone(),
+                    group: want.group.clone(),
+                    model: model.clone(),
+                    read,
+                },
             )),
             (None, _) => checks.push(named(
                 check,
@@ -75,7 +87,9 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
             )),
             (_, None) => checks.push(named(
                 check,
-                Skipped { reason: format!("provider `{p}` declares no `read`: there is no deterministic call to make") },
+                Skipped {
+                    reason: format!("provider `{p}` declares no `read`: there is no deterministic call to make"),
+                },
             )),
         }
     }
@@ -86,7 +100,8 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
         checks.push(named(
             restart,
             Skipped {
-                reason: "disruptive: it restarts the Open WebUI container; the suite does not say `disruptive: true`".into(),
+                reason: "disruptive: it restarts the Open WebUI container; the suite does not say `disruptive: true`"
+                    .into(),
             },
         ));
     }
@@ -102,7 +117,9 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
     } else {
         checks.push(named(
             oidc,
-            Skipped { reason: format!("clients.{client}.openwebui names no `oidc` identity provider to log in through") },
+            Skipped {
+                reason: format!("clients.{client}.openwebui names no `oidc` identity provider to log in through"),
+            },
         ));
     }
     checks

@@ -227,7 +227,8 @@ clients:
 
     #[test]
     fn a_block_resolves_with_defaults() {
-        let block = "      admin: { email: admin@x.test, password: admin-pw }\n      groups: { native: roles/native/mcp }\n";
+        let block =
+            "      admin: { email: admin@x.test, password: admin-pw }\n      groups: { native: roles/native/mcp }\n";
         let s = load(block, "").unwrap();
         let o = s.clients[0].openwebui.as_ref().unwrap();
         assert_eq!(o.url.as_str(), "http://127.0.0.1:8080/");
@@ -261,7 +262,8 @@ clients:
 
     #[test]
     fn unknown_keys_are_rejected_and_one_open_webui_per_scenario() {
-        let block = "      admin: { email: a@x.test, password: admin-pw }\n      groups: { native: g }\n      colour: red\n";
+        let block =
+            "      admin: { email: a@x.test, password: admin-pw }\n      groups: { native: g }\n      colour: red\n";
         assert!(load(block, "").unwrap_err().join("\n").contains("colour"));
         let second = "  other:\n    openwebui:\n      admin: { email: a@x.test, password: admin-pw }\n";
         let ok = "      admin: { email: a@x.test, password: admin-pw }\n      groups: { native: g }\n";

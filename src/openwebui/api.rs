@@ -130,7 +130,13 @@ impl Api {
     }
 
     /// `send`, then the JSON of a 200 answer.
-    pub async fn json(&self, method: Method, path: &str, token: &Token, body: Option<&Value>) -> Result<Value, ApiError> {
+    pub async fn json(
+        &self,
+        method: Method,
+        path: &str,
+        token: &Token,
+        body: Option<&Value>,
+    ) -> Result<Value, ApiError> {
         let answer = self.send(method.clone(), path, Some(token), body).await?;
         expect_json(&answer, &method, path)
     }
@@ -207,7 +213,8 @@ pub async fn exchange(
     let work = async {
         let mut resp = request.send().await.map_err(|e| unreachable(error_chain(&e)))?;
         let status = resp.status().as_u16();
-        let header = |name: &str| resp.headers().get_all(name).iter().filter_map(|v| v.to_str().ok().map(str::to_string));
+        let header =
+            |name: &str| resp.headers().get_all(name).iter().filter_map(|v| v.to_str().ok().map(str::to_string));
         let set_cookies: Vec<String> = header("set-cookie").collect();
         let location = header("location").next();
         let mut body = Vec::new();

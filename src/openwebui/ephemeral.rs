@@ -81,7 +81,8 @@ impl Ephemeral {
     /// A user with role `user`, and a fresh random password (registered for redaction).
     pub async fn user(&self, what: &str) -> Result<User, ApiError> {
         let email = email(what);
-        let password = self.api.redactor().register(&format!("password:{what}"), format!("Pw-{:032x}", rand::random::<u128>()));
+        let password =
+            self.api.redactor().register(&format!("password:{what}"), format!("Pw-{:032x}", rand::random::<u128>()));
         let body = json!({"name": name(what), "email": email, "password": password.expose(), "role": "user"});
         let v = self.api.json(Method::POST, "/api/v1/auths/add", &self.admin, Some(&body)).await?;
         let id = v.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -216,7 +217,8 @@ pub fn undo_on_ctrl_c(undoer: Undoer) {
             while !INTERRUPTED.load(Ordering::SeqCst) {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            let todo: Vec<Pending> = std::mem::take(&mut *pending().lock().expect("pending lock")).into_values().collect();
+            let todo: Vec<Pending> =
+                std::mem::take(&mut *pending().lock().expect("pending lock")).into_values().collect();
             eprintln!("interrupted: undoing what cordon changed in Open WebUI (Ctrl-C again to stop at once)");
             match tokio::time::timeout(Duration::from_secs(30), undoer(todo)).await {
                 Ok(left) => left.iter().for_each(|l| eprintln!("warning: {l}")),

@@ -15,7 +15,11 @@ use crate::text;
 
 const REPLY_CHARS: usize = 400;
 
-pub async fn admin_view(api: &Api, admin: &Token, credentials: &BTreeMap<String, Secret>) -> Result<AdminView, ApiError> {
+pub async fn admin_view(
+    api: &Api,
+    admin: &Token,
+    credentials: &BTreeMap<String, Secret>,
+) -> Result<AdminView, ApiError> {
     let servers = api.json(Method::GET, "/api/v1/configs/tool_servers", admin, None).await?;
     let connections = servers
         .get("TOOL_SERVER_CONNECTIONS")

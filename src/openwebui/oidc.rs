@@ -52,7 +52,9 @@ impl Login<'_> {
         for _ in 0..MAX_HOPS {
             let host = origin(&url);
             if !allowed.contains(&host) {
-                return Err(format!("the login redirected to {host}, which is neither Open WebUI nor the identity provider"));
+                return Err(format!(
+                    "the login redirected to {host}, which is neither Open WebUI nor the identity provider"
+                ));
             }
             if origin(&url) == origin(self.idp) && url.path().ends_with("/authorize") {
                 // The identity provider approves the user it is told to: a browser would
@@ -73,11 +75,18 @@ impl Login<'_> {
                     jar.entry(host.clone()).or_default().insert(name.trim().to_string(), value.trim().to_string());
                 }
             }
-            if let Some(token) = jar.get(&origin(self.api.base())).and_then(|c| c.get("token")).filter(|t| !t.is_empty()) {
+            if let Some(token) =
+                jar.get(&origin(self.api.base())).and_then(|c| c.get("token")).filter(|t| !t.is_empty())
+            {
                 return Ok(self.api.token(who, token));
             }
             let Some(location) = answer.location.clone().filter(|_| (300..400).contains(&answer.status)) else {
-                return Err(format!("the login stopped at {host}{} with {}: {}", url.path(), answer.status, answer.detail()));
+                return Err(format!(
+                    "the login stopped at {host}{} with {}: {}",
+                    url.path(),
+                    answer.status,
+                    answer.detail()
+                ));
             };
             let next = url.join(&location).map_err(|e| format!("a redirect to an unreadable location: {e}"))?;
             if let Some((_, error)) = next.query_pairs().find(|(k, _)| k == "error") {
@@ -107,7 +116,16 @@ pub async fn set_claim(
     email: &str,
     groups: &[String],
 ) -> Result<(), String> {
-    control_call(view, control, bearer, limits, Method::POST, "users", Some(json!({"email": email, "name": email, "groups": groups}))).await
+    control_call(
+        view,
+        control,
+        bearer,
+        limits,
+        Method::POST,
+        "users",
+        Some(json!({"email": email, "name": email, "groups": groups})),
+    )
+    .await
 }
 
 pub async fn forget(view: &NsView, control: &Url, bearer: &Secret, limits: &Limits, email: &str) -> Result<(), String> {
@@ -123,10 +141,19 @@ async fn control_call(
     path: &str,
     body: Option<Value>,
 ) -> Result<(), String> {
-    let base = if control.path().ends_with('/') { control.clone() } else { Url::parse(&format!("{control}/")).map_err(|e| e.to_string())? };
+    let base = if control.path().ends_with('/') {
+        control.clone()
+    } else {
+        Url::parse(&format!("{control}/")).map_err(|e| e.to_string())?
+    };
     let url = base.join(path).map_err(|e| e.to_string())?;
     let host = url.domain().ok_or("the control URL has no host name")?;
-    let addr = view.resolve(host).await.map_err(|e| format!("cannot resolve {host}: {e}"))?.first().ok_or_else(|| format!("{host} resolves to nothing"))?;
+    let addr = view
+        .resolve(host)
+        .await
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?
+        .first()
+        .ok_or_else(|| format!("{host} resolves to nothing"))?;
     let client = http_client(limits, Some((host, SocketAddr::new(addr, url.port_or_known_default().unwrap_or(80)))))?;
     let mut request = client.request(method.clone(), url.clone()).bearer_auth(bearer.expose());
     if let Some(b) = body {
@@ -136,6 +163,11 @@ async fn control_call(
     if answer.status == 200 {
         Ok(())
     } else {
-        Err(format!("the identity provider's control endpoint answered {} to {method} {}: {}", answer.status, url.path(), answer.detail()))
+        Err(format!(
+            "the identity provider's control endpoint answered {} to {method} {}: {}",
+            answer.status,
+            url.path(),
+            answer.detail()
+        ))
     }
 }

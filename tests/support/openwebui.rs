@@ -57,7 +57,10 @@ impl OwuiStack {
     /// Installs Open WebUI if needed (progress on stderr), builds the images, deploys the
     /// reference stack on `<subnet>.0.0/16`.
     pub fn up(name: &str, subnet: &str) -> OwuiStack {
-        run("tests/openwebui/setup.sh (installs Open WebUI 0.12.4 on the first run)", Command::new("bash").arg(repo().join("tests/openwebui/setup.sh")));
+        run(
+            "tests/openwebui/setup.sh (installs Open WebUI 0.12.4 on the first run)",
+            Command::new("bash").arg(repo().join("tests/openwebui/setup.sh")),
+        );
         images();
         run(
             "docker/openwebui/build-image.sh",
@@ -166,8 +169,12 @@ for c in call("/api/v1/configs/tool_servers", token)["TOOL_SERVER_CONNECTIONS"]:
 
     /// Values of every secret the stack was deployed with.
     pub fn secret_values(&self) -> Vec<(&str, &str)> {
-        let mut out: Vec<(&str, &str)> =
-            self.env.iter().filter(|(k, _)| SECRETS.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let mut out: Vec<(&str, &str)> = self
+            .env
+            .iter()
+            .filter(|(k, _)| SECRETS.contains(&k.as_str()))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         out.push(("NATIVE_ROTATED_TOKEN", "rotated-key-open-webui-does-not-hold"));
         out
     }
@@ -214,7 +221,9 @@ fn remove_leftovers(prefix: &str) {
     for kind in ["network", "volume"] {
         let listed = Command::new("docker").args([kind, "ls", "--format", "{{.Name}}"]).output();
         let names: Vec<String> = listed
-            .map(|o| String::from_utf8_lossy(&o.stdout).lines().filter(|n| n.starts_with(prefix)).map(String::from).collect())
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout).lines().filter(|n| n.starts_with(prefix)).map(String::from).collect()
+            })
             .unwrap_or_default();
         for name in names {
             eprintln!("removing {kind} {name}, left behind by an earlier run");

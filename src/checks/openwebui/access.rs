@@ -51,7 +51,14 @@ impl AccessPlan {
             let admin_view = gather::admin_view(&api, &admin, &signin.credentials).await?;
             let mut ids = admin_view.server_ids();
             ids.extend(self.desired.connections.iter().map(|c| c.provider.clone()));
-            let mut work = Work { api: &api, admin: &admin, eph: &eph, groups: admin_view.groups, ids, seen: AccessSeen::default() };
+            let mut work = Work {
+                api: &api,
+                admin: &admin,
+                eph: &eph,
+                groups: admin_view.groups,
+                ids,
+                seen: AccessSeen::default(),
+            };
             self.run_case(&mut work, view, signin).await?;
             Ok::<_, ApiError>(work.seen)
         }
@@ -69,7 +76,9 @@ impl AccessPlan {
         match self.case {
             Case::OneOfSeveral => {
                 let other = w.eph.group("other").await?;
-                w.seen.notes.push(format!("each user is also in {}, a group that grants nothing", ephemeral::name("other")));
+                w.seen
+                    .notes
+                    .push(format!("each user is also in {}, a group that grants nothing", ephemeral::name("other")));
                 for want in &self.desired.connections {
                     let Some(gid) = w.group(&want.group) else { return Ok(()) };
                     let user = w.eph.user(&format!("one-{}", want.provider)).await?;
@@ -101,7 +110,9 @@ impl AccessPlan {
                     let gid = w.eph.group("wrong-app").await?;
                     gather::add_member(w.api, w.admin, &gid, &user.id).await?;
                     names.push(format!("`{}`", ephemeral::name("wrong-app")));
-                    w.seen.notes.push("the scenario names no group of another app; an ephemeral group stands in".into());
+                    w.seen
+                        .notes
+                        .push("the scenario names no group of another app; an ephemeral group stands in".into());
                 }
                 let label = format!("{} in {}", user.label, names.join(", "));
                 w.phase("", &user.token, &label, [], true).await?;
@@ -127,7 +138,10 @@ impl AccessPlan {
         let Some((o, bearer)) = &self.oidc else { return Ok(()) };
         let email = ephemeral::email("oidc");
         let login = Login { view, api: w.api, login_path: &o.login_path, idp: &o.control, limits: &signin.limits };
-        let steps = [(vec![group.clone()], "", false), (vec![], "after the identity provider emptied the groups claim and the user logged in again: ", true)];
+        let steps = [
+            (vec![group.clone()], "", false),
+            (vec![], "after the identity provider emptied the groups claim and the user logged in again: ", true),
+        ];
         for (claim, when, exact) in steps {
             if let Err(e) = oidc::set_claim(view, &o.control, bearer, &signin.limits, &email, &claim).await {
                 w.seen.problem = Some(format!("cannot set the groups claim: {e}"));

@@ -100,12 +100,14 @@ pub fn judge_connections(view: &AdminView, desired: &Desired) -> Vec<Finding> {
         let id = c.id.as_deref().unwrap_or("<no id>");
         if let Some(why) = c.id.as_ref().and_then(|id| desired.forbidden.get(id)) {
             findings.push(
-                drift(format!("a connection `{id}` exists for provider `{id}`, which {why}: none may")).fact("provider", id),
+                drift(format!("a connection `{id}` exists for provider `{id}`, which {why}: none may"))
+                    .fact("provider", id),
             );
             continue;
         }
         let url = full_url(c);
-        if let Some((provider, _)) = desired.provider_urls.iter().find(|(_, u)| **u == url || normalize(&c.url) == **u) {
+        if let Some((provider, _)) = desired.provider_urls.iter().find(|(_, u)| **u == url || normalize(&c.url) == **u)
+        {
             findings.push(
                 Finding::new(
                     FindingKind::UnmanagedConnection,
@@ -135,10 +137,14 @@ fn judge_one(c: &ConnectionSeen, want: &WantedConnection, view: &AdminView, desi
         (KeySeen::Credential(held), Some(declared)) if held == declared => {}
         (KeySeen::Credential(held), _) => {
             let owner = desired.credential_owners.get(held).cloned().unwrap_or_else(|| "someone else".into());
-            problems.push(format!("it holds the key of credential `{held}` ({owner}), not the one declared for this pair"));
+            problems
+                .push(format!("it holds the key of credential `{held}` ({owner}), not the one declared for this pair"));
         }
-        (other, Some(declared)) => problems.push(format!("it holds {} instead of credential `{declared}`", other.describe())),
-        (other, None) => problems.push(format!("it holds {}, and the scenario gives the client no credential for it", other.describe())),
+        (other, Some(declared)) => {
+            problems.push(format!("it holds {} instead of credential `{declared}`", other.describe()))
+        }
+        (other, None) => problems
+            .push(format!("it holds {}, and the scenario gives the client no credential for it", other.describe())),
     }
     if !c.enabled {
         problems.push("it is disabled".into());
@@ -201,7 +207,10 @@ pub fn judge_reach(provider: &str, seen: &SpecsSeen, allowlist: &[String]) -> Ve
         (status, _) => vec![
             Finding::new(
                 FindingKind::SessionFailed,
-                format!("Open WebUI's MCP client could not reach `{provider}`: specs answered {status}: {}", seen.detail),
+                format!(
+                    "Open WebUI's MCP client could not reach `{provider}`: specs answered {status}: {}",
+                    seen.detail
+                ),
             )
             .fact("provider", provider)
             .fact("status", status),
@@ -285,7 +294,9 @@ fn json_values_in(text: &str) -> Vec<serde_json::Value> {
             }
             if let Some(items) = v.as_array() {
                 for item in items {
-                    if let Some(inner) = item.get("text").and_then(|t| t.as_str()).and_then(|t| serde_json::from_str(t).ok()) {
+                    if let Some(inner) =
+                        item.get("text").and_then(|t| t.as_str()).and_then(|t| serde_json::from_str(t).ok())
+                    {
                         out.push(inner);
                     }
                 }

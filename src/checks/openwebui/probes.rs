@@ -77,12 +77,15 @@ impl Site {
         let client = self.client.clone();
         let signin = self.signin(ctx);
         let undoer: Undoer = Arc::new(move |todo: Vec<Pending>| {
-            let (deployment, scenario, client, signin) = (deployment.clone(), scenario.clone(), client.clone(), signin.clone());
+            let (deployment, scenario, client, signin) =
+                (deployment.clone(), scenario.clone(), client.clone(), signin.clone());
             Box::pin(async move {
                 deployment.refresh().await;
                 let target = match client_target(&deployment.topology(), &scenario, &client) {
                     Ok(t) => t,
-                    Err(_) => return vec![format!("no running Open WebUI container to undo {} change(s) in", todo.len())],
+                    Err(_) => {
+                        return vec![format!("no running Open WebUI container to undo {} change(s) in", todo.len())];
+                    }
                 };
                 let job = move |_view: Rc<NsView>| async move {
                     let (api, admin) = match signin.open().await {
@@ -95,7 +98,10 @@ impl Site {
                     }
                     left
                 };
-                deployment.run_in(&target, "cleanup", job).await.unwrap_or_else(|_| vec!["cannot enter the Open WebUI container".into()])
+                deployment
+                    .run_in(&target, "cleanup", job)
+                    .await
+                    .unwrap_or_else(|_| vec!["cannot enter the Open WebUI container".into()])
             }) as BoxFuture<'static, Vec<String>>
         });
         ephemeral::undo_on_ctrl_c(undoer);
@@ -196,7 +202,17 @@ impl Probe for ToolCall {
                             });
                         }
                     }
-                    Ok(gather::chat_tool_call(&api, &user.token, &label, &model, &provider, &tool, &arguments, CHAT_BUDGET).await)
+                    Ok(gather::chat_tool_call(
+                        &api,
+                        &user.token,
+                        &label,
+                        &model,
+                        &provider,
+                        &tool,
+                        &arguments,
+                        CHAT_BUDGET,
+                    )
+                    .await)
                 }
                 .await;
                 let left = eph.cleanup().await;

@@ -89,7 +89,11 @@ fn described(view: &AdminView) -> BTreeSet<String> {
 
 /// The drift: drop the first declared connection, grant the second to the first's group,
 /// and add a rogue connection everyone may use.
-fn drift_of(original: &[Value], desired: &Desired, groups: &[crate::openwebui::observe::GroupSeen]) -> (Vec<Value>, Vec<String>) {
+fn drift_of(
+    original: &[Value],
+    desired: &Desired,
+    groups: &[crate::openwebui::observe::GroupSeen],
+) -> (Vec<Value>, Vec<String>) {
     let id_of = |v: &Value| v.pointer("/info/id").and_then(Value::as_str).map(str::to_string);
     let mut list: Vec<Value> = original.to_vec();
     let mut said = Vec::new();
@@ -98,7 +102,8 @@ fn drift_of(original: &[Value], desired: &Desired, groups: &[crate::openwebui::o
         said.push(format!("dropped connection `{}`", first.provider));
         if let (Some(second), Some(gid)) = (desired.connections.get(1), group_ids(groups, &first.group).first()) {
             for c in list.iter_mut().filter(|c| id_of(c).as_deref() == Some(second.provider.as_str())) {
-                c["config"]["access_grants"] = json!([{"principal_type": "group", "principal_id": gid, "permission": "read"}]);
+                c["config"]["access_grants"] =
+                    json!([{"principal_type": "group", "principal_id": gid, "permission": "read"}]);
                 said.push(format!("granted connection `{}` to `{}` instead", second.provider, first.group));
             }
         }
@@ -119,7 +124,13 @@ struct Before {
     ids: BTreeSet<String>,
 }
 
-async fn before_and_drift(api: &Api, admin: &Token, eph: &Ephemeral, signin: &Signin, desired: &Desired) -> Result<Before, ApiError> {
+async fn before_and_drift(
+    api: &Api,
+    admin: &Token,
+    eph: &Ephemeral,
+    signin: &Signin,
+    desired: &Desired,
+) -> Result<Before, ApiError> {
     let before = gather::admin_view(api, admin, &signin.credentials).await?;
     let mut ids = before.server_ids();
     ids.extend(desired.connections.iter().map(|c| c.provider.clone()));
@@ -129,10 +140,18 @@ async fn before_and_drift(api: &Api, admin: &Token, eph: &Ephemeral, signin: &Si
         if let Some(gid) = group_ids(&before.groups, &want.group).first() {
             gather::add_member(api, admin, gid, &user.id).await?;
         }
-        watched.push(Watched { label: format!("{} in `{}`", user.label, want.group), token: user.token, expected: [want.provider.clone()].into() });
+        watched.push(Watched {
+            label: format!("{} in `{}`", user.label, want.group),
+            token: user.token,
+            expected: [want.provider.clone()].into(),
+        });
     }
     let nobody = eph.user("restart-none").await?;
-    watched.push(Watched { label: format!("{} in no group", nobody.label), token: nobody.token, expected: BTreeSet::new() });
+    watched.push(Watched {
+        label: format!("{} in no group", nobody.label),
+        token: nobody.token,
+        expected: BTreeSet::new(),
+    });
     let mut views_before = Vec::new();
     for w in &watched {
         views_before.push((gather::user_view(api, &w.token, &w.label, &ids).await?, w.expected.clone()));
@@ -170,7 +189,8 @@ pub async fn run(site: &Site, desired: &Desired, ctx: &RunContext) -> Attempt {
     let (after, left, waited) =
         after_restart(site, ctx, key, before.watched, before.ids, described(&before.seen.before)).await;
     match &restarted {
-        Ok(took) => evidence.push(format!("restarted the Open WebUI container through the engine in {:.1}s", took.as_secs_f64())),
+        Ok(took) => evidence
+            .push(format!("restarted the Open WebUI container through the engine in {:.1}s", took.as_secs_f64())),
         Err(e) => evidence.push(format!("restart failed: {e}")),
     }
     evidence.extend(left.into_iter().map(|l| format!("warning: {l}")));
@@ -179,7 +199,11 @@ pub async fn run(site: &Site, desired: &Desired, ctx: &RunContext) -> Attempt {
         (Ok(_), Err(reason)) => return Attempt::not_ready(reason, evidence),
         (Ok(_), Ok(x)) => x,
     };
-    evidence.push(format!("/ready answered 200 {:.1}s after the restart ({:.1}s waited in all)", ready.as_secs_f64(), waited.as_secs_f64()));
+    evidence.push(format!(
+        "/ready answered 200 {:.1}s after the restart ({:.1}s waited in all)",
+        ready.as_secs_f64(),
+        waited.as_secs_f64()
+    ));
     let seen = RestartSeen { after: after_view, views_after, ..before.seen };
     evidence.extend(seen.after.evidence().into_iter().map(|l| format!("after the restart: {l}")));
     evidence.extend(seen.views_after.iter().map(|(v, _)| format!("after the restart: {}", v.evidence())));
@@ -246,7 +270,9 @@ async fn after_restart(
         };
         match site.run(ctx, "waiting for Open WebUI after the restart", job).await {
             Ok((Ok((after, views)), ready, left)) => return (Ok((after, views, ready)), left, started.elapsed()),
-            Ok((Err(e), _, left)) => return (Err(format!("observing after the restart: {e}")), left, started.elapsed()),
+            Ok((Err(e), _, left)) => {
+                return (Err(format!("observing after the restart: {e}")), left, started.elapsed());
+            }
             Err(attempt) => {
                 last = match attempt {
                     Attempt::NotReady { reason, .. } | Attempt::Skip { reason } => reason,

@@ -22,7 +22,10 @@ fn desired() -> Desired {
     Desired {
         connections: vec![want("files"), want("native")],
         forbidden: BTreeMap::from([("wiki".to_string(), "disabled".to_string())]),
-        provider_urls: ["files", "native", "wiki"].iter().map(|p| (p.to_string(), format!("http://{p}:8000/mcp"))).collect(),
+        provider_urls: ["files", "native", "wiki"]
+            .iter()
+            .map(|p| (p.to_string(), format!("http://{p}:8000/mcp")))
+            .collect(),
         credential_owners: BTreeMap::from([
             ("files-token".to_string(), "the pair webui->files".to_string()),
             ("native-token".to_string(), "the pair webui->native".to_string()),
@@ -31,7 +34,10 @@ fn desired() -> Desired {
 }
 
 fn groups() -> Vec<GroupSeen> {
-    ["files", "native", "wiki"].iter().map(|p| GroupSeen { id: format!("g-{p}"), name: format!("roles/{p}/mcp") }).collect()
+    ["files", "native", "wiki"]
+        .iter()
+        .map(|p| GroupSeen { id: format!("g-{p}"), name: format!("roles/{p}/mcp") })
+        .collect()
 }
 
 fn grant(group: &str) -> GrantSeen {
@@ -87,11 +93,19 @@ fn every_connection_drift_is_named() {
         (
             "public",
             Box::new(|c| {
-                c.grants = vec![GrantSeen { principal_type: "user".into(), principal_id: "*".into(), permission: "read".into() }]
+                c.grants = vec![GrantSeen {
+                    principal_type: "user".into(),
+                    principal_id: "*".into(),
+                    permission: "read".into(),
+                }]
             }),
             "granted to [every user (read)]",
         ),
-        ("two grants", Box::new(|c| c.grants.push(grant("g-wiki"))), "group `roles/wiki/mcp` (read)] instead of exactly"),
+        (
+            "two grants",
+            Box::new(|c| c.grants.push(grant("g-wiki"))),
+            "group `roles/wiki/mcp` (read)] instead of exactly",
+        ),
         ("no grant", Box::new(|c| c.grants.clear()), "granted to [] instead of exactly group `roles/native/mcp`"),
         ("unknown group", Box::new(|c| c.grants = vec![grant("g-gone")]), "unknown group g-gone"),
     ];
@@ -116,7 +130,11 @@ fn missing_duplicate_stale_and_unmanaged_connections() {
 
     let stale = judge_connections(&view(vec![conn("files"), conn("native"), conn("wiki")]), &desired());
     assert_eq!(stale.len(), 1);
-    assert!(stale[0].message.contains("a connection `wiki` exists for provider `wiki`, which disabled"), "{}", stale[0].message);
+    assert!(
+        stale[0].message.contains("a connection `wiki` exists for provider `wiki`, which disabled"),
+        "{}",
+        stale[0].message
+    );
 
     let mut sneaky = conn("native");
     sneaky.id = Some("native-copy".into());
@@ -146,7 +164,8 @@ fn a_group_that_is_missing_or_ambiguous_is_drift() {
 #[test]
 fn a_key_is_compared_never_kept() {
     let r = crate::secret::Redactor::new();
-    let credentials = BTreeMap::from([("native-token".to_string(), r.register("native-token", "s3cret-native-value".into()))]);
+    let credentials =
+        BTreeMap::from([("native-token".to_string(), r.register("native-token", "s3cret-native-value".into()))]);
     let raw = json!({"type": "mcp", "url": "http://native:8000/mcp", "path": "", "auth_type": "bearer",
         "key": "s3cret-native-value", "config": {"enable": true, "access_grants": []}, "info": {"id": "native"}});
     let c = ConnectionSeen::from_json(&raw, &credentials);
@@ -197,17 +216,24 @@ fn a_user_sees_exactly_what_its_groups_grant() {
     assert!(judge_view(&user(&["native"], &[("native", 502), ("files", 404)]), &set(&["native"]), "").is_empty());
     let hidden = judge_view(&user(&[], &[("native", 404), ("files", 404)]), &set(&["native"]), "");
     assert!(hidden[0].message.contains("`native` is not usable (not listed, /specs 404)"));
-    let leaked = judge_view(&user(&["native", "files"], &[("native", 200), ("files", 200)]), &set(&["native"]), "after: ");
+    let leaked =
+        judge_view(&user(&["native", "files"], &[("native", 200), ("files", 200)]), &set(&["native"]), "after: ");
     assert_eq!(leaked.len(), 1);
-    assert!(leaked[0].message.starts_with("after: user u: `files` is usable (listed, /specs 200)"), "{}", leaked[0].message);
+    assert!(
+        leaked[0].message.starts_with("after: user u: `files` is usable (listed, /specs 200)"),
+        "{}",
+        leaked[0].message
+    );
     let specs_only = judge_view(&user(&[], &[("files", 200)]), &set(&[]), "");
     assert!(specs_only[0].message.contains("`files` is usable (/specs 200)"));
 }
 
 #[test]
 fn before_a_removal_only_the_removed_groups_server_matters() {
-    let before = Phase { when: String::new(), view: user(&["files", "native"], &[]), expected: set(&["files"]), exact: false };
-    let after = Phase { when: "after: ".into(), view: user(&["files"], &[("files", 200)]), expected: set(&[]), exact: true };
+    let before =
+        Phase { when: String::new(), view: user(&["files", "native"], &[]), expected: set(&["files"]), exact: false };
+    let after =
+        Phase { when: "after: ".into(), view: user(&["files"], &[("files", 200)]), expected: set(&[]), exact: true };
     let findings = judge_phases(&[before.clone(), after]);
     assert_eq!(findings.len(), 1, "{}", messages(&findings));
     assert!(findings[0].message.starts_with("after: user u: `files` is usable"));
@@ -229,12 +255,17 @@ fn chat(reply: Option<&str>, error: Option<&str>) -> ChatSeen {
 #[test]
 fn a_tool_call_passes_only_when_the_result_came_back_to_the_model() {
     let text = Expectation::TextContains("cordon-native-read".into());
-    assert!(judge_tool_call("native", &chat(Some("cordon-model: tool result: cordon-native-read"), None), &text).is_empty());
+    assert!(
+        judge_tool_call("native", &chat(Some("cordon-model: tool result: cordon-native-read"), None), &text).is_empty()
+    );
     let json = Expectation::JsonSubset(json!({"status": "ok", "provider": "files"}));
     let pretty = "cordon-model: tool result: {   \"provider\": \"files\",   \"status\": \"ok\" }";
     assert!(judge_tool_call("files", &chat(Some(pretty), None), &json).is_empty());
     let cases = [
-        (chat(Some("cordon-model: tool native_echo was not offered (offered: [])"), None), "did not offer `native_echo`"),
+        (
+            chat(Some("cordon-model: tool native_echo was not offered (offered: [])"), None),
+            "did not offer `native_echo`",
+        ),
         (chat(Some("cordon-model: no tool result came back"), None), "never got the result of `native_echo` back"),
         (chat(Some("cordon-model: tool result: something else"), None), "does not meet the read's expectation"),
         (chat(None, Some("the reply was not done within 60s")), "no reply to a chat asking for `native_echo`"),
