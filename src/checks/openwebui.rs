@@ -17,7 +17,7 @@ mod restart;
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock};
 
 use url::Url;
 
@@ -153,20 +153,20 @@ impl Signin {
     /// admin session. One session serves the whole run: Open WebUI allows 15 sign-ins per
     /// address in 3 minutes, and its tokens outlive a restart (same secret key).
     pub async fn open(&self) -> Result<(Api, Token), ApiError> {
-        static SESSIONS: LazyLock<Mutex<HashMap<String, Token>>> = LazyLock::new(Default::default);
+        // Checks open at once from many namespace threads: one signs in, the others wait
+        // for its token (a tokio mutex works across their runtimes).
+        static SESSIONS: LazyLock<tokio::sync::Mutex<HashMap<String, Token>>> = LazyLock::new(Default::default);
         let api = Api::new(&self.url, &self.limits, &self.redactor)?;
         let key = format!("{} {}", self.url, self.email);
-        let cached = SESSIONS.lock().expect("sessions lock").get(&key).cloned();
-        if let Some(token) = cached {
-            match api.send(reqwest::Method::GET, "/api/v1/auths/", Some(&token), None).await?.status {
-                200 => return Ok((api, token)),
-                _ => {
-                    SESSIONS.lock().expect("sessions lock").remove(&key);
-                }
+        let mut sessions = SESSIONS.lock().await;
+        if let Some(token) = sessions.get(&key).cloned() {
+            if api.send(reqwest::Method::GET, "/api/v1/auths/", Some(&token), None).await?.status == 200 {
+                return Ok((api, token));
             }
+            sessions.remove(&key);
         }
         let admin = api.signin("admin", &self.email, &self.password).await?;
-        SESSIONS.lock().expect("sessions lock").insert(key, admin.clone());
+        sessions.insert(key, admin.clone());
         Ok((api, admin))
     }
 }

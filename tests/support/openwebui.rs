@@ -51,6 +51,7 @@ pub struct OwuiStack {
     pub env: Vec<(String, String)>,
     /// Wall time of the first deploy (boot, groups, recreate).
     pub deployed_in: Duration,
+    admin_token: std::cell::OnceCell<String>,
 }
 
 impl OwuiStack {
@@ -77,7 +78,7 @@ impl OwuiStack {
         }
         let project = format!("cordon-owui-{name}-{}", std::process::id());
         remove_leftovers(&format!("cordon-owui-{name}-"));
-        let mut stack = OwuiStack { project, env, deployed_in: Duration::ZERO };
+        let mut stack = OwuiStack { project, env, deployed_in: Duration::ZERO, admin_token: Default::default() };
         stack.deployed_in = stack.deploy(None);
         stack
     }
@@ -145,7 +146,10 @@ def call(path, token=None, body=None):
     req.add_header("Content-Type", "application/json")
     if token: req.add_header("Authorization", "Bearer " + token)
     return json.loads(urllib.request.urlopen(req, timeout=30).read())
-token = call("/api/v1/auths/signin", body={"email": "admin@cordon.test", "password": os.environ["PW"]})["token"]
+token = os.environ.get("TOKEN")
+if not token:
+    token = call("/api/v1/auths/signin", body={"email": "admin@cordon.test", "password": os.environ["PW"]})["token"]
+    print("token", token)
 for u in call("/api/v1/users/all", token)["users"]:
     if u["email"].startswith("cordon-eph-"): print("user", u["email"])
 for g in call("/api/v1/groups/", token):
@@ -155,16 +159,30 @@ for c in call("/api/v1/configs/tool_servers", token)["TOOL_SERVER_CONNECTIONS"]:
 "#;
         let venv = owui_dir().join("venv/bin/python");
         let password = self.env.iter().find(|(k, _)| k == "OWUI_ADMIN_PASSWORD").map(|(_, v)| v.clone()).unwrap();
+        // One sign-in per stack: Open WebUI allows 15 per address in 3 minutes.
+        let token = self.admin_token.get().cloned().unwrap_or_default();
         let out = Command::new("docker")
             .args(["exec", "-e"])
             .arg(format!("PW={password}"))
+            .arg("-e")
+            .arg(format!("TOKEN={token}"))
             .arg(self.webui_container())
             .arg(venv)
             .args(["-c", LIST])
             .output()
             .expect("docker exec");
         assert!(out.status.success(), "listing leftovers failed: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut left = Vec::new();
+        for line in stdout.lines() {
+            match line.strip_prefix("token ") {
+                Some(t) => {
+                    let _ = self.admin_token.set(t.to_string());
+                }
+                None => left.push(line.to_string()),
+            }
+        }
+        left
     }
 
     /// Values of every secret the stack was deployed with.
