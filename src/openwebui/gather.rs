@@ -110,20 +110,24 @@ pub async fn user_id_by_email(api: &Api, admin: &Token, email: &str) -> Result<O
         .map(str::to_string))
 }
 
+/// What to ask for in [`chat_tool_call`].
+pub struct ToolCallAsk {
+    /// Who asks, for evidence.
+    pub user: String,
+    pub model: String,
+    /// The connection id (`server:mcp:<server>`).
+    pub server: String,
+    /// The function as the model sees it.
+    pub tool: String,
+    pub arguments: Value,
+}
+
 /// Asks the model, in a saved chat, to call `tool` (named as Open WebUI names it for the
 /// model, `<server id>_<tool>`) and reads the assistant's reply once Open WebUI marks it
 /// done: Open WebUI runs the call through its MCP client and sends the result back to
 /// the model, whose reply echoes it. The chat is deleted afterwards.
-pub async fn chat_tool_call(
-    api: &Api,
-    token: &Token,
-    user: &str,
-    model: &str,
-    server: &str,
-    tool: &str,
-    arguments: &Value,
-    budget: Duration,
-) -> ChatSeen {
+pub async fn chat_tool_call(api: &Api, token: &Token, ask: &ToolCallAsk, budget: Duration) -> ChatSeen {
+    let ToolCallAsk { user, model, server, tool, arguments } = ask;
     let started = tokio::time::Instant::now();
     let mut seen = ChatSeen {
         user: user.to_string(),

@@ -22,7 +22,7 @@ use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
 use crate::openwebui::api::ApiError;
 use crate::openwebui::ephemeral::{self, Ephemeral, Pending, Undoer};
-use crate::openwebui::gather::{self, group_ids};
+use crate::openwebui::gather::{self, ToolCallAsk, group_ids};
 use crate::openwebui::observe::{ChatSeen, UserView};
 use crate::runner::{Probe, RunContext};
 
@@ -202,17 +202,8 @@ impl Probe for ToolCall {
                             });
                         }
                     }
-                    Ok(gather::chat_tool_call(
-                        &api,
-                        &user.token,
-                        &label,
-                        &model,
-                        &provider,
-                        &tool,
-                        &arguments,
-                        CHAT_BUDGET,
-                    )
-                    .await)
+                    let ask = ToolCallAsk { user: label, model, server: provider, tool: tool.clone(), arguments };
+                    Ok(gather::chat_tool_call(&api, &user.token, &ask, CHAT_BUDGET).await)
                 }
                 .await;
                 let left = eph.cleanup().await;

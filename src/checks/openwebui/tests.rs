@@ -77,7 +77,8 @@ fn the_declared_connections_pass_in_any_order() {
 
 #[test]
 fn every_connection_drift_is_named() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut ConnectionSeen)>, &str)> = vec![
+    type Change = Box<dyn Fn(&mut ConnectionSeen)>;
+    let cases: Vec<(&str, Change, &str)> = vec![
         ("url", Box::new(|c| c.url = "http://elsewhere:8000/mcp".into()), "URL http://elsewhere:8000/mcp instead of"),
         ("auth", Box::new(|c| c.auth_type = "none".into()), "auth_type `none` instead of bearer"),
         ("type", Box::new(|c| c.kind = "openapi".into()), "type `openapi` instead of mcp"),
