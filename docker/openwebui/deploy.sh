@@ -84,3 +84,11 @@ say "3/3 (re)creating Open WebUI with TOOL_SERVER_CONNECTIONS (the groups' ids i
 TOOL_SERVER_CONNECTIONS="$rendered" compose up -d --no-build --no-deps openwebui >&2
 printf '{"admin":null,"connections":[]}' | in_webui wait
 say "    recreate to /ready took $((SECONDS - t1))s; deployed in $((SECONDS - t0))s"
+# Docker 20.10 under load was seen to leave a container running with no network at all:
+# say so here rather than as a name that does not resolve somewhere later.
+for c in $(compose ps -q); do
+    if [ "$(docker inspect --format '{{len .NetworkSettings.Networks}}' "$c")" -eq 0 ]; then
+        say "container $(docker inspect --format '{{.Name}}' "$c") runs without any network (an engine fault): deploy again"
+        exit 1
+    fi
+done
