@@ -81,6 +81,14 @@ impl Outcome {
         }
         self.outputs.push((format!("{label}: stdout"), stdout.clone()));
         self.outputs.push((format!("{label}: stderr"), stderr.clone()));
+        for r in report["report"]["results"].as_array().into_iter().flatten() {
+            if r["name"] == "openwebui::restart_convergence" && r["verdict"] != "skipped" {
+                let lines = r["evidence"].as_array().into_iter().flatten().filter_map(|l| l.as_str());
+                for line in lines.filter(|l| l.contains("restarted") || l.contains("/ready")) {
+                    self.timings.push(format!("{label}: {line}"));
+                }
+            }
+        }
         let got = verdicts(&report).into_iter().map(|(n, v, r)| (n, (v, r))).collect();
         let leftovers = stack.ephemeral_leftovers();
         self.check(leftovers.is_empty(), format!("{label}: ephemeral objects left in Open WebUI: {leftovers:?}"));
