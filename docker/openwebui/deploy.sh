@@ -84,11 +84,25 @@ say "3/3 (re)creating Open WebUI with TOOL_SERVER_CONNECTIONS (the groups' ids i
 TOOL_SERVER_CONNECTIONS="$rendered" compose up -d --no-build --no-deps openwebui >&2
 printf '{"admin":null,"connections":[]}' | in_webui wait
 say "    recreate to /ready took $((SECONDS - t1))s; deployed in $((SECONDS - t0))s"
-# Docker 20.10 under load was seen to leave a container running with no network at all:
-# say so here rather than as a name that does not resolve somewhere later.
-for c in $(compose ps -q); do
-    if [ "$(docker inspect --format '{{len .NetworkSettings.Networks}}' "$c")" -eq 0 ]; then
-        say "container $(docker inspect --format '{{.Name}}' "$c") runs without any network (an engine fault): deploy again"
+# On a Docker 20.10 daemon that leaves a swarm ("docker swarm leave", seen on shared
+# machines), bridge networks created while it was a manager lose their endpoints: the
+# containers keep running with no network at all. Recreate those, twice at most, then say so.
+for round in 1 2 3; do
+    broken=()
+    for service in $(compose config --services); do
+        c="$(compose ps -q "$service")"
+        if [ -n "$c" ] && [ "$(docker inspect --format '{{len .NetworkSettings.Networks}}' "$c")" -eq 0 ]; then
+            broken+=("$service")
+        fi
+    done
+    [ ${#broken[@]} -eq 0 ] && exit 0
+    if [ "$round" -eq 3 ]; then
+        say "${broken[*]} still run without any network (an engine fault): deploy again"
         exit 1
+    fi
+    say "${broken[*]} lost their networks (an engine fault): recreating them"
+    TOOL_SERVER_CONNECTIONS="$rendered" compose up -d --no-build --no-deps --force-recreate "${broken[@]}" >&2
+    if printf '%s\n' "${broken[@]}" | grep -qx openwebui; then
+        printf '{}' | in_webui wait
     fi
 done

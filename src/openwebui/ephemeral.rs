@@ -41,6 +41,8 @@ pub struct Pending {
     pub groups: Vec<String>,
     /// The connections list to put back (a drift a check made).
     pub connections: Option<Value>,
+    /// Users made by a login (OIDC), known by email before their id exists.
+    pub emails: Vec<String>,
 }
 
 fn pending() -> &'static Mutex<BTreeMap<u64, Pending>> {
@@ -80,6 +82,7 @@ impl Ephemeral {
 
     /// A user with role `user`, and a fresh random password (registered for redaction).
     pub async fn user(&self, what: &str) -> Result<User, ApiError> {
+        refuse_if_interrupted("/api/v1/auths/add")?;
         let email = email(what);
         let password =
             self.api.redactor().register(&format!("password:{what}"), format!("Pw-{:032x}", rand::random::<u128>()));
@@ -98,9 +101,9 @@ impl Ephemeral {
         Ok(User { id, email, token, label })
     }
 
-    /// A user that came into being some other way (an OIDC login): delete it too.
-    pub fn adopt_user(&self, id: &str) {
-        self.note(|p| p.users.push(id.to_string()));
+    /// A user a login is about to create: deleted by email, whenever it exists.
+    pub fn expect_user(&self, email: &str) {
+        self.note(|p| p.emails.push(email.to_string()));
     }
 
     /// Leaves everything pending (for a later job in another namespace, e.g. after a
@@ -116,6 +119,7 @@ impl Ephemeral {
     }
 
     pub async fn group(&self, what: &str) -> Result<String, ApiError> {
+        refuse_if_interrupted("/api/v1/groups/create")?;
         let body = json!({"name": name(what), "description": "made by cordon for one check; removed after it"});
         let v = self.api.json(Method::POST, "/api/v1/groups/create", &self.admin, Some(&body)).await?;
         let id = v.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -172,7 +176,15 @@ pub async fn undo(api: &Api, admin: &Token, todo: &Pending) -> Vec<String> {
             left.push(format!("could not restore the connections cordon changed: {e}"));
         }
     }
-    for id in &todo.users {
+    let mut users = todo.users.clone();
+    for email in &todo.emails {
+        match super::gather::user_id_by_email(api, admin, email).await {
+            Ok(Some(id)) if !users.contains(&id) => users.push(id),
+            Ok(_) => {}
+            Err(e) => left.push(format!("could not look up ephemeral user {email}: {e}")),
+        }
+    }
+    for id in &users {
         if let Err(e) = api.json(Method::DELETE, &format!("/api/v1/users/{id}"), admin, None).await {
             left.push(format!("could not delete ephemeral user {id}: {e}"));
         }
@@ -183,6 +195,11 @@ pub async fn undo(api: &Api, admin: &Token, todo: &Pending) -> Vec<String> {
         }
     }
     left
+}
+
+/// After Ctrl-C nothing new is made: the handler undoes what exists.
+pub fn refuse_if_interrupted(path: &str) -> Result<(), ApiError> {
+    if INTERRUPTED.load(Ordering::SeqCst) { Err(unreadable(path, "interrupted (Ctrl-C)")) } else { Ok(()) }
 }
 
 fn unreadable(path: &str, detail: &str) -> ApiError {
@@ -203,7 +220,7 @@ extern "C" fn on_sigint(_: libc::c_int) {
 }
 
 /// Installs (once) a Ctrl-C handler that undoes every pending change through `undoer`,
-/// within 30 s, then exits with 130. Call it from the run's tokio runtime.
+/// within 90 s, then exits with 130. Call it from the run's tokio runtime.
 pub fn undo_on_ctrl_c(undoer: Undoer) {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
@@ -217,12 +234,26 @@ pub fn undo_on_ctrl_c(undoer: Undoer) {
             while !INTERRUPTED.load(Ordering::SeqCst) {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            let todo: Vec<Pending> =
-                std::mem::take(&mut *pending().lock().expect("pending lock")).into_values().collect();
             eprintln!("interrupted: undoing what cordon changed in Open WebUI (Ctrl-C again to stop at once)");
-            match tokio::time::timeout(Duration::from_secs(30), undoer(todo)).await {
+            // Checks still running may add to the list until they notice: undo in rounds.
+            let undo_all = async {
+                let mut left = Vec::new();
+                for _ in 0..3 {
+                    let todo: Vec<Pending> =
+                        std::mem::take(&mut *pending().lock().expect("pending lock")).into_values().collect();
+                    if todo.iter().all(|p| {
+                        p.users.is_empty() && p.groups.is_empty() && p.emails.is_empty() && p.connections.is_none()
+                    }) {
+                        break;
+                    }
+                    left = undoer(todo).await;
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                left
+            };
+            match tokio::time::timeout(Duration::from_secs(90), undo_all).await {
                 Ok(left) => left.iter().for_each(|l| eprintln!("warning: {l}")),
-                Err(_) => eprintln!("warning: undoing took longer than 30 s; leftovers carry the prefix {PREFIX}"),
+                Err(_) => eprintln!("warning: undoing took longer than 90 s; leftovers carry the prefix {PREFIX}"),
             }
             std::process::exit(130);
         });

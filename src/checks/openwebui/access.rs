@@ -137,6 +137,7 @@ impl AccessPlan {
         let Some((provider, group)) = first_granted(&self.desired) else { return w.nothing_granted() };
         let Some((o, bearer)) = &self.oidc else { return Ok(()) };
         let email = ephemeral::email("oidc");
+        w.eph.expect_user(&email);
         let login = Login { view, api: w.api, login_path: &o.login_path, idp: &o.control, limits: &signin.limits };
         let steps = [
             (vec![group.clone()], "", false),
@@ -149,9 +150,6 @@ impl AccessPlan {
             }
             let (token, hops) = login.login(&format!("oidc {email}"), &email).await;
             w.seen.notes.push(format!("OIDC login with groups claim {claim:?}: {}", hops.join(", ")));
-            if let Some(id) = gather::user_id_by_email(w.api, w.admin, &email).await? {
-                w.eph.adopt_user(&id);
-            }
             let token = match token {
                 Ok(t) => t,
                 Err(e) => {

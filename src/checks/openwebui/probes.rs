@@ -20,7 +20,7 @@ use crate::deployment::Deployment;
 use crate::engine::Target;
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
-use crate::openwebui::api::ApiError;
+use crate::openwebui::api::{Api, ApiError, wait_ready};
 use crate::openwebui::ephemeral::{self, Ephemeral, Pending, Undoer};
 use crate::openwebui::gather::{self, ToolCallAsk, group_ids};
 use crate::openwebui::observe::{ChatSeen, UserView};
@@ -31,6 +31,8 @@ use crate::runner::{Probe, RunContext};
 pub(super) static EXCLUSIVE: LazyLock<RwLock<()>> = LazyLock::new(|| RwLock::new(()));
 
 const CHAT_BUDGET: Duration = Duration::from_secs(60);
+/// How long Ctrl-C waits for Open WebUI to answer (it may be restarting) to undo.
+const UNDO_BUDGET: Duration = Duration::from_secs(75);
 
 /// Which Open WebUI a probe talks to: the scenario client with the `openwebui` block.
 pub struct Site {
@@ -80,28 +82,33 @@ impl Site {
             let (deployment, scenario, client, signin) =
                 (deployment.clone(), scenario.clone(), client.clone(), signin.clone());
             Box::pin(async move {
-                deployment.refresh().await;
-                let target = match client_target(&deployment.topology(), &scenario, &client) {
-                    Ok(t) => t,
-                    Err(_) => {
-                        return vec![format!("no running Open WebUI container to undo {} change(s) in", todo.len())];
+                // Ctrl-C may land mid-restart: wait for the container that answers now.
+                let started = std::time::Instant::now();
+                let mut last = vec![format!("no running Open WebUI container to undo {} change(s) in", todo.len())];
+                while started.elapsed() < UNDO_BUDGET {
+                    deployment.refresh().await;
+                    if let Ok(target) = client_target(&deployment.topology(), &scenario, &client) {
+                        let (todo, signin) = (todo.clone(), signin.clone());
+                        let job = move |_view: Rc<NsView>| async move {
+                            let api =
+                                Api::new(&signin.url, &signin.limits, &signin.redactor).map_err(|e| e.to_string())?;
+                            wait_ready(&api, UNDO_BUDGET).await?;
+                            let (api, admin) = signin.open().await.map_err(|e| e.to_string())?;
+                            let mut left = Vec::new();
+                            for p in &todo {
+                                left.extend(ephemeral::undo(&api, &admin, p).await);
+                            }
+                            Ok::<_, String>(left)
+                        };
+                        match deployment.run_in(&target, "cleanup", job).await {
+                            Ok(Ok(left)) => return left,
+                            Ok(Err(e)) => last = vec![e],
+                            Err(_) => last = vec!["cannot enter the Open WebUI container".into()],
+                        }
                     }
-                };
-                let job = move |_view: Rc<NsView>| async move {
-                    let (api, admin) = match signin.open().await {
-                        Ok(x) => x,
-                        Err(e) => return vec![e.to_string()],
-                    };
-                    let mut left = Vec::new();
-                    for p in &todo {
-                        left.extend(ephemeral::undo(&api, &admin, p).await);
-                    }
-                    left
-                };
-                deployment
-                    .run_in(&target, "cleanup", job)
-                    .await
-                    .unwrap_or_else(|_| vec!["cannot enter the Open WebUI container".into()])
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                last
             }) as BoxFuture<'static, Vec<String>>
         });
         ephemeral::undo_on_ctrl_c(undoer);

@@ -159,6 +159,7 @@ async fn before_and_drift(
     let raw = api.json(reqwest::Method::GET, "/api/v1/configs/tool_servers", admin, None).await?;
     let original = json_list(&raw);
     let (drifted_list, drift) = drift_of(&original, desired, &before.groups);
+    ephemeral::refuse_if_interrupted("/api/v1/configs/tool_servers")?;
     eph.drifting(Value::Array(original));
     let body = json!({"TOOL_SERVER_CONNECTIONS": drifted_list});
     api.json(reqwest::Method::POST, "/api/v1/configs/tool_servers", admin, Some(&body)).await?;
