@@ -141,7 +141,17 @@ impl Probe for Connections {
                 Ok(v) => v,
                 Err(attempt) => return attempt,
             };
-            Attempt::from_findings(judge_connections(&view, &self.desired), view.evidence())
+            let managed: Vec<&str> = self.desired.connections.iter().map(|c| c.provider.as_str()).collect();
+            let evidence = view
+                .connections
+                .iter()
+                .map(|c| {
+                    let managed = c.id.as_deref().is_some_and(|id| managed.contains(&id));
+                    format!("{}: {}", if managed { "connection" } else { "unmanaged" }, c.describe(&view.groups))
+                })
+                .collect::<Vec<_>>();
+            let evidence = if evidence.is_empty() { vec!["connection: none".to_string()] } else { evidence };
+            Attempt::from_findings(judge_connections(&view, &self.desired), evidence)
         })
     }
 }

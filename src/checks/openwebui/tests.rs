@@ -319,3 +319,51 @@ fn a_restart_must_bring_back_the_declared_state() {
     let findings = judge_restart(&no_drift, &desired());
     assert_eq!(findings[0].kind, FindingKind::CannotBeJudged);
 }
+
+#[test]
+fn the_plan_names_every_check_as_the_issue_does() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t"), "a-credential-value\n").unwrap();
+    let scenario = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docker/openwebui/scenario.yaml"),
+    )
+    .unwrap();
+    // The reference scenario with file credentials instead of the stack's environment.
+    let scenario = scenario
+        .lines()
+        .map(|l| match l.split_once("{ env: ") {
+            Some((head, _)) if head.trim_end().ends_with(':') => format!("{head}{{ file: t }}"),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let path = dir.path().join("scenario.yaml");
+    std::fs::write(&path, scenario).unwrap();
+    let scenario = crate::config::Scenario::load(&path, &crate::secret::Redactor::new()).unwrap();
+    let suite = crate::config::Suite::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docker/openwebui/suite.yaml"),
+    )
+    .unwrap();
+    let names: Vec<String> = super::plan(&scenario, &suite).iter().map(|c| c.name().to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "openwebui::connections",
+            "openwebui::reach::files",
+            "openwebui::reach::native",
+            "openwebui::tool_call::files",
+            "openwebui::tool_call::native",
+            "openwebui::restart_convergence",
+            "openwebui::access::one_of_several",
+            "openwebui::access::no_group",
+            "openwebui::access::wrong_app",
+            "openwebui::access::last_group_removed",
+            "openwebui::access::last_group_removed::oidc",
+        ]
+    );
+    let desired = Desired::of(&scenario, "webui");
+    assert_eq!(desired.connections.len(), 2);
+    assert_eq!(desired.forbidden.get("wiki").map(String::as_str), Some("disabled"));
+    assert_eq!(desired.group_of("native"), Some("roles/native/mcp"));
+    assert_eq!(desired.connections[0].credential.as_deref(), Some("files-token"));
+}
