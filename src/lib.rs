@@ -17,6 +17,7 @@ pub mod matrix;
 pub mod mcp;
 pub mod model;
 pub mod netns;
+pub mod openwebui;
 pub mod report;
 pub mod runner;
 pub mod secret;

@@ -4,6 +4,7 @@
 pub mod contract;
 pub mod disabled;
 pub mod name;
+pub mod openwebui;
 pub mod reach;
 pub mod refusal;
 pub mod route;
@@ -35,7 +36,7 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
             Family::Session => checks.extend(session::plan(scenario)),
             Family::Disabled => checks.extend(disabled::plan(scenario)),
             Family::Sidecar => checks.extend(sidecar::plan(scenario)),
-            Family::Openwebui => unreachable!("suite validation admits no openwebui family yet"),
+            Family::Openwebui => checks.extend(openwebui::plan(scenario, suite)),
         }
     }
     if suite.mode == Mode::Host {

@@ -119,6 +119,7 @@ struct ClientFile {
     /// provider id → credential id the client holds for it.
     #[serde(default)]
     credentials: BTreeMap<String, Spanned<String>>,
+    openwebui: Option<Spanned<super::openwebui::OpenWebuiFile>>,
 }
 
 /// How a provider says "no": by HTTP status (the default), or — for the few apps that
@@ -193,6 +194,8 @@ pub struct Client {
     pub id: String,
     pub service: String,
     pub credentials: BTreeMap<String, String>,
+    /// Set when the client is an Open WebUI whose own state cordon checks.
+    pub openwebui: Option<super::openwebui::OpenWebui>,
 }
 
 impl Scenario {
@@ -395,12 +398,27 @@ impl Validator<'_> {
                     );
                 }
             }
+            let openwebui = spanned.value.openwebui.as_ref().and_then(|block| {
+                let facts = provider_map.iter().map(|(p, f)| super::openwebui::ProviderFacts {
+                    id: p,
+                    admits_client: f.value.allowed_consumers.iter().any(|c| &c.value == id),
+                    disabled: f.value.disabled.0,
+                });
+                let facts: Vec<_> = facts.collect();
+                super::openwebui::resolve(self.file, &format!("{key}.openwebui"), block, &facts, &credential_ids)
+                    .map_err(|e| self.errors.extend(e))
+                    .ok()
+            });
             clients.push(Client {
                 id: id.clone(),
                 service: spanned.value.service.clone().unwrap_or_else(|| id.clone()),
                 credentials: spanned.value.credentials.iter().map(|(p, c)| (p.clone(), c.value.clone())).collect(),
+                openwebui,
             });
         }
+        let webuis: Vec<_> =
+            raw.clients.iter().filter_map(|(id, c)| c.value.openwebui.as_ref().map(|b| (id, b.referenced))).collect();
+        self.errors.extend(super::openwebui::at_most_one(self.file, &webuis));
 
         let mut credentials = BTreeMap::new();
         for (id, reference) in &raw.credentials {

@@ -61,7 +61,7 @@ impl Family {
     pub fn supported_in(self, mode: Mode) -> bool {
         match mode {
             Mode::Host => matches!(self, Family::Contract),
-            Mode::Compose => !matches!(self, Family::Openwebui),
+            Mode::Compose => true,
             Mode::Swarm => false,
         }
     }
@@ -82,6 +82,9 @@ struct SuiteFile {
     known_failures: Vec<Spanned<KnownFailureFile>>,
     #[serde(default)]
     outputs: OutputsFile,
+    /// Checks that disrupt the deployment (a container restart) may run.
+    #[serde(default)]
+    disruptive: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -132,6 +135,9 @@ pub struct Suite {
     pub concurrency: usize,
     pub known_failures: Vec<KnownFailure>,
     pub outputs: Outputs,
+    /// Checks that disrupt the deployment (restarting a container) may run; otherwise
+    /// they are skipped, saying so.
+    pub disruptive: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -288,6 +294,7 @@ impl Suite {
             concurrency,
             known_failures,
             outputs,
+            disruptive: raw.disruptive,
         })
     }
 
@@ -335,6 +342,7 @@ impl Suite {
             concurrency: DEFAULT_CONCURRENCY,
             known_failures: Vec::new(),
             outputs: Outputs::default(),
+            disruptive: false,
         }
     }
 }

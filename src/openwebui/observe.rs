@@ -1,0 +1,209 @@
+//! What cordon saw through Open WebUI's API, as typed values a judge can be fed in tests.
+//! Nothing here holds a secret: a connection's key is kept only as which scenario
+//! credential (if any) it equals.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::secret::Secret;
+
+/// A connection's key, compared with every credential of the scenario, never kept.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeySeen {
+    None,
+    /// Equal to this scenario credential (its id).
+    Credential(String),
+    /// A value that is none of the scenario's credentials.
+    Unknown,
+}
+
+impl KeySeen {
+    pub fn of(key: &str, credentials: &BTreeMap<String, Secret>) -> KeySeen {
+        if key.is_empty() {
+            return KeySeen::None;
+        }
+        match credentials.iter().find(|(_, s)| s.expose() == key) {
+            Some((id, _)) => KeySeen::Credential(id.clone()),
+            None => KeySeen::Unknown,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            KeySeen::None => "no key".into(),
+            KeySeen::Credential(id) => format!("the key of credential `{id}`"),
+            KeySeen::Unknown => "a key that is none of the scenario's credentials".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct GrantSeen {
+    pub principal_type: String,
+    pub principal_id: String,
+    pub permission: String,
+}
+
+/// One entry of `TOOL_SERVER_CONNECTIONS` as the admin view shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionSeen {
+    /// `info.id`: Open WebUI names the server `server:<type>:<id>`.
+    pub id: Option<String>,
+    pub kind: String,
+    pub url: String,
+    pub path: String,
+    pub auth_type: String,
+    pub key: KeySeen,
+    pub enabled: bool,
+    pub grants: Vec<GrantSeen>,
+}
+
+impl ConnectionSeen {
+    /// Reads one entry; the key is compared with `credentials` and dropped.
+    pub fn from_json(v: &Value, credentials: &BTreeMap<String, Secret>) -> ConnectionSeen {
+        let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
+        let config = v.get("config");
+        let grants = config
+            .and_then(|c| c.get("access_grants"))
+            .and_then(Value::as_array)
+            .map(|grants| {
+                grants
+                    .iter()
+                    .map(|g| GrantSeen {
+                        principal_type: s(g.get("principal_type")),
+                        principal_id: s(g.get("principal_id")),
+                        permission: s(g.get("permission")),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        ConnectionSeen {
+            id: v.pointer("/info/id").and_then(Value::as_str).map(str::to_string),
+            kind: s(v.get("type")),
+            url: s(v.get("url")),
+            path: s(v.get("path")),
+            auth_type: s(v.get("auth_type")),
+            key: KeySeen::of(v.get("key").and_then(Value::as_str).unwrap_or_default(), credentials),
+            enabled: config.and_then(|c| c.get("enable")).and_then(Value::as_bool).unwrap_or(false),
+            grants,
+        }
+    }
+
+    /// The server id Open WebUI's tool endpoints use.
+    pub fn server_id(&self) -> Option<String> {
+        self.id.as_ref().map(|id| format!("server:{}:{id}", if self.kind.is_empty() { "mcp" } else { &self.kind }))
+    }
+
+    /// One line for evidence, with grants shown by group name where known.
+    pub fn describe(&self, groups: &[GroupSeen]) -> String {
+        let grants: Vec<String> = self.grants.iter().map(|g| g.describe(groups)).collect();
+        format!(
+            "{} {} at {}{} auth={} with {}, {}, grants [{}]",
+            self.kind,
+            self.id.as_deref().unwrap_or("<no id>"),
+            self.url,
+            self.path,
+            self.auth_type,
+            self.key.describe(),
+            if self.enabled { "enabled" } else { "disabled" },
+            grants.join(", ")
+        )
+    }
+}
+
+impl GrantSeen {
+    pub fn describe(&self, groups: &[GroupSeen]) -> String {
+        match self.principal_type.as_str() {
+            "group" => match groups.iter().find(|g| g.id == self.principal_id) {
+                Some(g) => format!("group `{}` ({})", g.name, self.permission),
+                None => format!("unknown group {} ({})", self.principal_id, self.permission),
+            },
+            "user" if self.principal_id == "*" => format!("every user ({})", self.permission),
+            other => format!("{other} {} ({})", self.principal_id, self.permission),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupSeen {
+    pub id: String,
+    pub name: String,
+}
+
+/// The admin's view: every connection and every group.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdminView {
+    pub connections: Vec<ConnectionSeen>,
+    pub groups: Vec<GroupSeen>,
+}
+
+impl AdminView {
+    pub fn evidence(&self) -> Vec<String> {
+        let mut out: Vec<String> =
+            self.connections.iter().map(|c| format!("connection: {}", c.describe(&self.groups))).collect();
+        if self.connections.is_empty() {
+            out.push("connection: none".into());
+        }
+        out
+    }
+
+    /// Every server id some connection carries.
+    pub fn server_ids(&self) -> BTreeSet<String> {
+        self.connections.iter().filter_map(|c| c.id.clone()).collect()
+    }
+}
+
+/// What `/api/v1/tools/id/server:mcp:<id>/specs` answered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpecsSeen {
+    pub status: u16,
+    /// Tool names, on a 200.
+    pub tools: Option<Vec<String>>,
+    /// Open WebUI's `detail` (or the body's start) otherwise.
+    pub detail: String,
+}
+
+/// One user's view of the MCP servers: what `/api/v1/tools/` lists, and what `/specs`
+/// answers for every server id cordon knows of.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserView {
+    /// Who, for evidence: the ephemeral user's label and its groups.
+    pub user: String,
+    /// Connection ids (`<id>` of `server:mcp:<id>`) listed.
+    pub listed: BTreeSet<String>,
+    /// connection id → status of its `/specs`.
+    pub specs: BTreeMap<String, u16>,
+}
+
+impl UserView {
+    /// A server the user can use: listed, or `/specs` anything but 404 (a 502 still means
+    /// Open WebUI let the user try).
+    pub fn visible(&self) -> BTreeSet<String> {
+        let mut out = self.listed.clone();
+        out.extend(self.specs.iter().filter(|(_, s)| **s != 404).map(|(id, _)| id.clone()));
+        out
+    }
+
+    pub fn evidence(&self) -> String {
+        let specs: Vec<String> = self.specs.iter().map(|(id, s)| format!("{id}: {s}")).collect();
+        let listed: Vec<&str> = self.listed.iter().map(String::as_str).collect();
+        format!("{}: /api/v1/tools/ lists [{}]; /specs {}", self.user, listed.join(", "), specs.join(", "))
+    }
+}
+
+/// A chat in which Open WebUI ran a tool call: the assistant's reply as saved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatSeen {
+    pub user: String,
+    pub tool: String,
+    /// The assistant message's content (sanitized, cut), when one was saved.
+    pub reply: Option<String>,
+    /// The message was marked done.
+    pub done: bool,
+    pub waited_ms: u64,
+    /// What went wrong on the way (a status, a timeout).
+    pub error: Option<String>,
+}
