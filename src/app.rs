@@ -123,6 +123,7 @@ pub fn execute(request: RunRequest) -> i32 {
     let suite_name = suite.file.display().to_string();
     let mode = suite.mode;
     let outputs = suite.outputs.clone();
+    runner::raise_open_files_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -183,6 +184,15 @@ pub fn execute(request: RunRequest) -> i32 {
         c.stale_baseline,
         report.duration.as_secs_f64()
     );
+    let unstable = report.instability();
+    if !unstable.is_empty() {
+        let names: Vec<&str> = unstable.iter().map(|r| r.name.as_str()).collect();
+        println!(
+            "cordon: engine instability observed: {} check(s) saw a connect succeed once and not again ({}); recorded as transient, not judged",
+            unstable.len(),
+            redactor.redact(&crate::text::name_list(names, 10))
+        );
+    }
     match report::write_all(&report, &outputs, &redactor) {
         Ok(paths) => {
             for p in paths {

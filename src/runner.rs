@@ -129,6 +129,20 @@ impl Events for Silent {}
 
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
+/// Every check in flight holds sockets (a reach check one per door, a disabled look
+/// three per listener), and a large deployment puts hundreds of checks in flight at once:
+/// lift the soft limit on open files (often 1024) to the hard one. Best effort.
+pub fn raise_open_files_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain syscalls on a valid, owned struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
 pub async fn run_checks(checks: Vec<Arc<dyn Check>>, ctx: Arc<RunContext>, events: Arc<dyn Events>) -> Vec<CheckResult> {
     events.run_started(checks.len());
     let permits = Arc::new(Semaphore::new(ctx.suite.concurrency.max(1)));

@@ -208,6 +208,25 @@ async fn look(
     secret: Secret,
     limits: Limits,
 ) -> Result<Look, Attempt> {
+    // The credential tries wait longest (a listener that speaks no HTTP holds them for
+    // the short limit): they overlap with the name, the knocks and the answers.
+    let (named, credential) = futures_util::join!(
+        name_and_knocks(view, resolve, provider, leftovers, &limits),
+        credential_at(doors, provider, secret, &limits)
+    );
+    let (name, knocks, answers) = named?;
+    Ok(Look { position: label.to_string(), name, knocks, answers, credential })
+}
+
+/// The name as this position resolves it, TCP to every resolved or leftover address, and a
+/// GET and a POST wherever TCP opened.
+async fn name_and_knocks(
+    view: &crate::netns::NsView,
+    resolve: bool,
+    provider: &Provider,
+    leftovers: &[IpAddr],
+    limits: &Limits,
+) -> Result<(Option<NameSeen>, Vec<(SocketAddr, Result<(), String>)>, Vec<Try>), Attempt> {
     let host = provider.url.host_str().unwrap_or_default().to_string();
     let port = provider.url.port_or_known_default().unwrap_or(80);
     let name = if resolve { Some(name::observe(view, &host).await?) } else { None };
@@ -229,16 +248,21 @@ async fn look(
             answers.push(Try { ask, outcome });
         }
     }
+    Ok((name, knocks, answers))
+}
+
+/// The disabled credential at every listener this position tries.
+async fn credential_at(doors: Vec<Door>, provider: &Provider, secret: Secret, limits: &Limits) -> Vec<(Door, Vec<Try>)> {
     // Listeners that speak no HTTP (a database, a DNS server) must not hold the look for
     // long; what does not answer in time is recorded, not judged.
     let short = std::time::Duration::from_secs(2);
     let quick = Limits {
         exchange_timeout: limits.exchange_timeout.min(short),
         read_timeout: limits.read_timeout.min(short),
-        ..limits
+        ..limits.clone()
     };
     let asks = [Ask::new(EntryPoint::Initialize), Ask::new(EntryPoint::Discover).modern(), Ask::new(EntryPoint::ToolsList).modern()];
-    let credential = join_all(doors.into_iter().map(|door| {
+    join_all(doors.into_iter().map(|door| {
         let client = McpClient::new(pinned(provider, door.addr.ip()).at_port(door.addr.port()), Some(secret.clone()), quick.clone());
         let asks = asks.clone();
         async move {
@@ -251,8 +275,7 @@ async fn look(
             (door, tries)
         }
     }))
-    .await;
-    Ok(Look { position: label.to_string(), name, knocks, answers, credential })
+    .await
 }
 
 /// The disabled credential was honoured: a result, a session, or an inventory.

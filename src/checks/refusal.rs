@@ -303,15 +303,17 @@ async fn observe_replica(
     let mut asks = base.clone();
     asks.extend(session_asks(provider, session_id.as_deref(), message_url.as_deref()));
     out.control = try_all(&valid_client, &base, &names).await;
-    for bearer in presented {
+    // Every bad bearer at once: with many providers, foreign bearers are many.
+    let names = &names;
+    let asks = &asks;
+    out.probes = join_all(presented.into_iter().map(|bearer| async {
         let client = match McpClient::new(endpoint.clone(), bearer.secret, limits.clone()) {
             Ok(c) => c,
             Err(e) => {
-                out.probes.push((bearer.label, vec![Try { ask: Ask::new(EntryPoint::Initialize), outcome: Err((&e).into()) }]));
-                continue;
+                return (bearer.label, vec![Try { ask: Ask::new(EntryPoint::Initialize), outcome: Err((&e).into()) }]);
             }
         };
-        let mut tries = try_all(&client, &asks, &names).await;
+        let mut tries = try_all(&client, asks, names).await;
         // A refusal that hands out a session id: that id must not serve anything either.
         let handed: Vec<Ask> = tries
             .iter()
@@ -322,9 +324,10 @@ async fn observe_replica(
             .into_iter()
             .map(|id| Ask::new(EntryPoint::ToolsList).with_session(id, "an id a refusal handed out"))
             .collect();
-        tries.extend(try_all(&client, &handed, &names).await);
-        out.probes.push((bearer.label, tries));
-    }
+        tries.extend(try_all(&client, &handed, names).await);
+        (bearer.label, tries)
+    }))
+    .await;
     if let Ok(s) = session {
         valid_client.close(s).await;
     }

@@ -29,6 +29,11 @@ pub fn render(report: &RunReport) -> String {
         "| {} | {} | {} | {} | {} | {} | {} |\n",
         c.passed, c.failed, c.unreachable, c.skipped, c.known_failures, c.stale_baseline, report.filtered_out
     );
+    let unstable = report.instability();
+    if !unstable.is_empty() {
+        let names: Vec<String> = unstable.iter().map(|r| format!("`{}`", r.name)).collect();
+        let _ = writeln!(md, "⚠️ engine instability observed: a connect succeeded once and not again in {} (transient, not judged).\n", names.join(", "));
+    }
     let _ = writeln!(md, "| check | verdict | reason |");
     let _ = writeln!(md, "|---|---|---|");
     for r in &report.results {

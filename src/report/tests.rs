@@ -92,3 +92,11 @@ fn every_written_file_is_redacted() {
         assert!(text.contains("«redacted:gitea-token»"), "{} lost the evidence", path.display());
     }
 }
+
+#[test]
+fn markdown_says_when_the_engine_was_unstable() {
+    let mut r = report();
+    assert!(!markdown::render(&r).contains("engine instability observed"));
+    r.results[0].transient = vec!["10.0.1.5:8000 connected once but not again".into()];
+    assert!(markdown::render(&r).contains("engine instability observed: a connect succeeded once and not again in `contract::a::tools`"));
+}
