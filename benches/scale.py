@@ -56,10 +56,10 @@ class Stack:
     that admit them, a wildcard DNS server (`*.bench.test`) as in the reference stack, and
     one disabled provider `gone` whose former consumer is c01."""
 
-    def __init__(self, pairs: int, subnet: str, image: str, workdir: Path, run_id: str):
+    def __init__(self, pairs: int, block: tuple[str, int], image: str, workdir: Path, run_id: str):
         self.pairs = pairs
         self.clients, self.providers = SIZES[pairs]
-        self.subnet = subnet
+        self.block = block
         self.image = image
         self.dir = workdir / f"size-{pairs}"
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,12 @@ class Stack:
         self.env = dict(os.environ, **self.tokens)
 
     def provider_addr(self, j: int) -> str:
-        return f"{self.subnet}.{j}.10"
+        return f"{self.net(j)}.10"
+
+    def net(self, k: int) -> str:
+        """The k-th /24 of this stack's block of 16 (k = 0: dnsnet, k = j: net-p<j>)."""
+        first16, m = self.block
+        return f"{first16}.{16 * m + k}"
 
     def containers(self) -> int:
         return self.clients + self.providers + 1
@@ -87,7 +92,7 @@ class Stack:
             "pids_limit": 64,
             "labels": {"cordon-test": "1"},
         }
-        dns_addr = f"{self.subnet}.0.53"
+        dns_addr = f"{self.net(0)}.53"
         services = {
             "dns": dict(
                 hardened,
@@ -95,7 +100,7 @@ class Stack:
                 networks={"dnsnet": {"ipv4_address": dns_addr}},
             )
         }
-        networks = {"dnsnet": {"ipam": {"config": [{"subnet": f"{self.subnet}.0.0/24"}]}, "labels": {"cordon-test": "1"}}}
+        networks = {"dnsnet": {"ipam": {"config": [{"subnet": f"{self.net(0)}.0/24"}]}, "labels": {"cordon-test": "1"}}}
         for j in range(1, self.providers + 1):
             var = f"P{j:02d}_TOKEN"
             services[pid(j)] = dict(
@@ -105,7 +110,7 @@ class Stack:
                 networks={f"net-{pid(j)}": {"ipv4_address": self.provider_addr(j)}},
             )
             networks[f"net-{pid(j)}"] = {
-                "ipam": {"config": [{"subnet": f"{self.subnet}.{j}.0/24"}]},
+                "ipam": {"config": [{"subnet": f"{self.net(j)}.0/24"}]},
                 "labels": {"cordon-test": "1"},
             }
         for i in range(1, self.clients + 1):
@@ -176,7 +181,8 @@ class Stack:
             for n in ids:
                 subprocess.run(["docker", "network", "rm", n], capture_output=True)
             time.sleep(1)
-        print(f"warning: networks of {self.project} left behind:\n{out.stderr}", file=sys.stderr)
+        last = out.stderr.strip().splitlines()[-1:] or [""]
+        print(f"warning: networks of {self.project} left behind: {last[0]}", file=sys.stderr)
 
     def container(self, service: str) -> str:
         return f"{self.project}_{service}_1"
@@ -262,6 +268,13 @@ def run_cordon(stack: Stack, binary: str, suite: str, results: Path) -> tuple[fl
     return wall, usage.ru_maxrss, proc.returncode, output
 
 
+def checks_in(results: Path) -> int:
+    try:
+        return len(json.loads((results / "report.json").read_text())["report"]["results"])
+    except (OSError, KeyError, ValueError):
+        return 0
+
+
 def transient_checks(results: Path) -> list[str]:
     """Checks whose report carries transient observations (engine instability)."""
     try:
@@ -313,33 +326,56 @@ def spread(xs: list[float]) -> str:
     return f"{statistics.median(xs):7.2f} [{min(xs):.2f}-{max(xs):.2f}]"
 
 
-def table(rows: dict, runs: int) -> str:
-    head = (f"{'pairs':>5} {'ctrs':>4} {'checks':>6} | {'cordon s med [min-max]':>24} {'RSS MiB':>7} | "
+def table(rows: dict, variants: list[str], runs: int) -> str:
+    head = (f"{'pairs':>5} {'ctrs':>4} {'checks':>6} {'cordon':>8} | {'cordon s med [min-max]':>24} {'RSS MiB':>7} | "
             f"{'seq s med [min-max]':>24} | {'par8 s med [min-max]':>24} | {'seq/cordon':>10} {'par8/cordon':>11} | "
-            f"{'cordon fail/unstable':>20} {'baseline misjudged':>18}")
+            f"{'fail/unstable':>13} {'baseline misjudged':>18}")
     lines = [f"median of {runs} run(s); the baselines run the route, reach and session probes "
              "only (one docker run each), cordon the whole compose suite",
-             "cordon fail/unstable: runs that exited non-zero / reported engine instability (transient "
+             "fail/unstable: cordon runs that exited non-zero / reported engine instability (transient "
              "connects); baseline misjudged: probes that saw what cordon does not (e.g. a reach that "
              "crossed networks once)", head, "-" * len(head)]
     for pairs, r in sorted(rows.items()):
-        c = statistics.median(r["cordon"])
         seq = f"{spread(r['seq']):>24}" if r["seq"] else f"{'-':>24}"
         par = f"{spread(r['par8']):>24}" if r["par8"] else f"{'-':>24}"
-        rs = f"{statistics.median(r['seq']) / c:10.1f}" if r["seq"] else f"{'-':>10}"
-        rp = f"{statistics.median(r['par8']) / c:11.1f}" if r["par8"] else f"{'-':>11}"
-        lines.append(f"{pairs:>5} {r['containers']:>4} {r['checks']:>6} | {spread(r['cordon']):>24} "
-                     f"{max(r['rss']) / 1024:7.1f} | {seq} | {par} | {rs} {rp} | "
-                     f"{r['failed']:>13}/{r['unstable']:<6} {r['misjudged']:>18}")
+        for v in variants:
+            c = statistics.median(r[v]["wall"])
+            rs = f"{statistics.median(r['seq']) / c:10.1f}" if r["seq"] else f"{'-':>10}"
+            rp = f"{statistics.median(r['par8']) / c:11.1f}" if r["par8"] else f"{'-':>11}"
+            lines.append(f"{pairs:>5} {r['containers']:>4} {r[v]['checks']:>6} {v:>8} | {spread(r[v]['wall']):>24} "
+                         f"{max(r[v]['rss']) / 1024:7.1f} | {seq} | {par} | {rs} {rp} | "
+                         f"{r[v]['failed']:>6}/{r[v]['unstable']:<6} {r['misjudged']:>18}")
     if 100 in rows and 200 in rows:
-        for key, name in (("cordon", "cordon"), ("seq", "baseline seq"), ("par8", "baseline par8")):
-            if rows[100][key] and rows[200][key]:
-                per = (statistics.median(rows[200][key]) - statistics.median(rows[100][key])) / 100 * 1000
+        series = [(v, f"cordon {v}", lambda r, v=v: r[v]["wall"]) for v in variants]
+        series += [(k, f"baseline {k}", lambda r, k=k: r[k]) for k in ("seq", "par8")]
+        for _, name, get in series:
+            if get(rows[100]) and get(rows[200]):
+                per = (statistics.median(get(rows[200])) - statistics.median(get(rows[100]))) / 100 * 1000
                 lines.append(f"marginal cost per pair, 100 -> 200 pairs: {name}: {per:.1f} ms")
     return "\n".join(lines)
 
 
 # ---------------------------------------------------------------- main
+
+
+def free_block(candidates: list[str]) -> tuple[str, int]:
+    """The first block of 16 /24s (a /20) no docker network overlaps: Docker 20.10 sometimes
+    keeps a network with a stale endpoint after `down`, blocking its subnet until dockerd
+    restarts."""
+    ids = subprocess.run(["docker", "network", "ls", "-q"], capture_output=True, text=True).stdout.split()
+    used = subprocess.run(["docker", "network", "inspect", "--format",
+                           "{{range .IPAM.Config}}{{.Subnet}} {{end}}", *ids],
+                          capture_output=True, text=True).stdout.split()
+    taken = set()
+    for u in used:
+        octets = u.split("/")[0].split(".")
+        if len(octets) == 4:
+            taken.add((f"{octets[0]}.{octets[1]}", int(octets[2]) // 16))
+    for c in candidates:
+        for m in range(16):
+            if (c, m) not in taken:
+                return c, m
+    raise RuntimeError(f"every /20 of {candidates} overlaps a docker network")
 
 
 class Interrupted(Exception):
@@ -358,13 +394,24 @@ def main() -> int:
     ap.add_argument("--suite", default=str(REPO / "suites/compose.yaml"), help="the suite cordon runs")
     ap.add_argument("--fixture-image", default=os.environ.get("FIXTURE_TAG", "cordon-fixture:dev"))
     ap.add_argument("--busybox-image", default=os.environ.get("BUSYBOX_TAG", "cordon-busybox:dev"))
-    ap.add_argument("--subnet", default="10.161",
-                    help="first two octets of the first size's networks; each next size adds one (default 10.161)")
+    ap.add_argument("--subnets", default="10.161-169",
+                    help="the /16s the stacks may use, first two octets (default 10.161-169); each size takes "
+                         "the first /20 in them no docker network overlaps")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=BINARY[,SUITE]",
+                    help="another cordon to run interleaved with the rest (e.g. a build of main: "
+                         "before=/tmp/cordon-main,/tmp/compose-main.yaml); one table row each")
     ap.add_argument("--only-cordon", action="store_true", help="skip the baselines (quick iterations)")
     ap.add_argument("--profile", action="store_true", help="print per-family own and queue time of cordon's checks")
     args = ap.parse_args()
 
     sizes = [int(s) for s in args.sizes.split(",")]
+    variants = {"this": (args.cordon, args.suite)}
+    for spec in args.also:
+        name, _, rest = spec.partition("=")
+        binary, _, suite = rest.partition(",")
+        if not name or not binary or name in variants:
+            ap.error(f"--also {spec}: expected a new NAME=BINARY[,SUITE]")
+        variants[name] = (binary, suite or args.suite)
     if any(s not in SIZES for s in sizes):
         ap.error(f"sizes must be among {sorted(SIZES)}")
     if os.geteuid() != 0:
@@ -373,13 +420,15 @@ def main() -> int:
     signal.signal(signal.SIGHUP, on_signal)
     run_id = f"{os.getpid()}"
     run_label = f"cordon-bench-run={run_id}"
-    first, second = args.subnet.split(".")
+    first, rest = args.subnets.split(".")
+    low, _, high = rest.partition("-")
+    candidates = [f"{first}.{n}" for n in range(int(low), int(high or low) + 1)]
     rows = {}
     stack = None
     workdir = Path(tempfile.mkdtemp(prefix="cordon-bench-"))
     try:
-        for n, pairs in enumerate(sizes):
-            stack = Stack(pairs, f"{first}.{int(second) + n}", args.fixture_image, workdir, run_id)
+        for pairs in sizes:
+            stack = Stack(pairs, free_block(candidates), args.fixture_image, workdir, run_id)
             print(f"== {pairs} pairs ({stack.clients} clients x {stack.providers} providers, "
                   f"{stack.containers()} containers): deploying {stack.project}", file=sys.stderr, flush=True)
             stack.up()
@@ -388,24 +437,27 @@ def main() -> int:
             _, _, code, output = run_cordon(stack, args.cordon, args.suite, results)
             if code != 0:
                 raise RuntimeError(f"cordon's warm-up run exited {code}:\n{output[-3000:]}")
-            checks = len(json.loads((results / "report.json").read_text())["report"]["results"])
-            row = {"cordon": [], "rss": [], "seq": [], "par8": [], "containers": stack.containers(), "checks": checks,
-                   "failed": 0, "unstable": 0, "misjudged": 0}
-            contenders = ["cordon"] if args.only_cordon else ["cordon", "seq", "par8"]
+            row = {"seq": [], "par8": [], "containers": stack.containers(), "misjudged": 0}
+            for v in variants:
+                row[v] = {"wall": [], "rss": [], "checks": 0, "failed": 0, "unstable": 0}
+            contenders = list(variants) + ([] if args.only_cordon else ["seq", "par8"])
             for run in range(args.runs):
                 # Interleaved, and rotated so no contender always follows the same one.
                 for who in contenders[run % len(contenders):] + contenders[:run % len(contenders)]:
-                    if who == "cordon":
-                        wall, rss, code, output = run_cordon(stack, args.cordon, args.suite, results)
-                        row["cordon"].append(wall)
-                        row["rss"].append(rss)
+                    if who in variants:
+                        binary, suite = variants[who]
+                        wall, rss, code, output = run_cordon(stack, binary, suite, results)
+                        v = row[who]
+                        v["wall"].append(wall)
+                        v["rss"].append(rss)
+                        v["checks"] = checks_in(results)
                         unstable = transient_checks(results)
-                        row["unstable"] += bool(unstable)
+                        v["unstable"] += bool(unstable)
                         note = f"RSS {rss / 1024:.1f} MiB, {output.rsplit(chr(10), 1)[-1]}"
                         if unstable:
                             note += f"; engine instability observed in {', '.join(unstable)}"
                         if code != 0:
-                            row["failed"] += 1
+                            v["failed"] += 1
                             note += f"; exit {code}:\n{output[-3000:]}"
                         if args.profile:
                             note += "\n" + "\n".join(profile(results))
@@ -416,7 +468,7 @@ def main() -> int:
                         note = f"{len(probes(stack))} probes"
                         if errors:
                             note += f"; {len(errors)} saw what cordon does not:\n     " + "\n     ".join(errors[:10])
-                    print(f"   run {run + 1} {who:<6} {wall:7.2f}s  {note}", file=sys.stderr, flush=True)
+                    print(f"   run {run + 1} {who:<8} {wall:7.2f}s  {note}", file=sys.stderr, flush=True)
             rows[pairs] = row
             stack.down()
             stack = None
@@ -437,7 +489,7 @@ def main() -> int:
             stack.down()
         subprocess.run(["rm", "-rf", str(workdir)])
         if rows:
-            print(table(rows, args.runs))
+            print(table(rows, list(variants), args.runs))
     return 0
 
 

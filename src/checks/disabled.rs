@@ -146,6 +146,11 @@ async fn positions(
             }
         }
     }
+    // Every container on those networks, read at once (not network by network).
+    let mut containers: Vec<Target> = networks.iter().flat_map(|n| topology.on_network(n)).cloned().collect();
+    containers.sort_by(|a, b| a.id.cmp(&b.id));
+    containers.dedup_by(|a, b| a.id == b.id);
+    let listening = listeners_of(deployment, &containers).await?;
     for network in &networks {
         let on_it = topology.on_network(network);
         let holder = out.iter().position(|p| topology.network_keys_of(&p.target).iter().any(|n| n == network));
@@ -163,7 +168,6 @@ async fn positions(
             },
         };
         let containers: Vec<Target> = on_it.into_iter().cloned().collect();
-        let listening = listeners_of(deployment, &containers).await?;
         out[index].doors.extend(doors_on(&topology, network, &containers, &listening));
     }
     Ok(out)

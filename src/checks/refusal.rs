@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 
+use futures_util::StreamExt;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -256,6 +257,9 @@ fn session_asks(provider: &Provider, session_id: Option<&str>, message_url: Opti
     asks
 }
 
+/// Bad bearers tried at once at one replica.
+const BEARERS_AT_ONCE: usize = 4;
+
 async fn try_all(client: &McpClient, asks: &[Ask], names: &BTreeSet<String>) -> Vec<Try> {
     join_all(asks.iter().map(|ask| async move {
         Try { ask: ask.clone(), outcome: client.exchange(ask, names).await.map_err(|e| ErrorSeen::from(&e)) }
@@ -303,10 +307,11 @@ async fn observe_replica(
     let mut asks = base.clone();
     asks.extend(session_asks(provider, session_id.as_deref(), message_url.as_deref()));
     out.control = try_all(&valid_client, &base, &names).await;
-    // Every bad bearer at once: with many providers, foreign bearers are many.
+    // A few bad bearers at a time: with many providers, foreign bearers are many, and each
+    // holds a client and a connection per entry point while it waits.
     let names = &names;
     let asks = &asks;
-    out.probes = join_all(presented.into_iter().map(|bearer| async {
+    out.probes = futures_util::stream::iter(presented.into_iter().map(|bearer| async {
         let client = match McpClient::new(endpoint.clone(), bearer.secret, limits.clone()) {
             Ok(c) => c,
             Err(e) => {
@@ -327,6 +332,8 @@ async fn observe_replica(
         tries.extend(try_all(&client, &handed, names).await);
         (bearer.label, tries)
     }))
+    .buffered(BEARERS_AT_ONCE)
+    .collect()
     .await;
     if let Ok(s) = session {
         valid_client.close(s).await;

@@ -32,7 +32,11 @@ pub fn render(report: &RunReport) -> String {
     let unstable = report.instability();
     if !unstable.is_empty() {
         let names: Vec<String> = unstable.iter().map(|r| format!("`{}`", r.name)).collect();
-        let _ = writeln!(md, "⚠️ engine instability observed: a connect succeeded once and not again in {} (transient, not judged).\n", names.join(", "));
+        let _ = writeln!(
+            md,
+            "⚠️ engine instability observed: a connect succeeded once and not again in {} (transient, not judged).\n",
+            names.join(", ")
+        );
     }
     let _ = writeln!(md, "| check | verdict | reason |");
     let _ = writeln!(md, "|---|---|---|");

@@ -98,5 +98,8 @@ fn markdown_says_when_the_engine_was_unstable() {
     let mut r = report();
     assert!(!markdown::render(&r).contains("engine instability observed"));
     r.results[0].transient = vec!["10.0.1.5:8000 connected once but not again".into()];
-    assert!(markdown::render(&r).contains("engine instability observed: a connect succeeded once and not again in `contract::a::tools`"));
+    assert!(
+        markdown::render(&r)
+            .contains("engine instability observed: a connect succeeded once and not again in `contract::a::tools`")
+    );
 }
