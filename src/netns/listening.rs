@@ -20,11 +20,13 @@ use super::procfs::{self, Listener};
 pub const MAX_AGE: Duration = Duration::from_millis(250);
 
 type Read = Result<Vec<Listener>, String>;
+/// The last read of one namespace and when it began; locked while a read is in flight.
+type Slot = Arc<tokio::sync::Mutex<Option<(Instant, Read)>>>;
 
 /// Listener reads of one run, keyed by process and network namespace.
 #[derive(Default)]
 pub struct ListenerMemo {
-    entries: Mutex<HashMap<(u32, Option<u64>), Arc<tokio::sync::Mutex<Option<(Instant, Read)>>>>>,
+    entries: Mutex<HashMap<(u32, Option<u64>), Slot>>,
 }
 
 impl ListenerMemo {
