@@ -133,6 +133,7 @@ pub fn execute(request: RunRequest) -> i32 {
     let suite_name = suite.file.display().to_string();
     let mode = suite.mode;
     let outputs = suite.outputs.clone();
+    runner::prepare_process();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use crate::config::{Mode, Scenario};
 use crate::engine::{Engine, Target};
 use crate::model::Attempt;
+use crate::netns::listening::ListenerMemo;
+use crate::netns::procfs::Listener;
 use crate::netns::{NetnsError, NsPool, NsView, Place};
 use crate::topology::{Topology, TopologyError};
 
@@ -21,6 +23,7 @@ pub struct Deployment {
     topology: RwLock<Arc<Topology>>,
     last_refresh: tokio::sync::Mutex<Instant>,
     pub pool: Arc<NsPool>,
+    listening: ListenerMemo,
 }
 
 /// Re-reading the engine at most this often, however many checks ask.
@@ -36,6 +39,7 @@ impl Deployment {
             topology: RwLock::new(Arc::new(topology)),
             last_refresh: tokio::sync::Mutex::new(Instant::now()),
             pool: Arc::new(NsPool::new()),
+            listening: ListenerMemo::new(),
         }
     }
 
@@ -91,6 +95,12 @@ impl Deployment {
             }
             Err(e) => Err(Attempt::not_ready(format!("cannot probe from {}: {e}", place.label()), vec![])),
         }
+    }
+
+    /// The listening sockets of `target`, one read shared by every check asking at once.
+    pub async fn listeners(&self, target: &Target) -> Result<Vec<Listener>, Attempt> {
+        let read = self.listening.listeners(target.pid, target.netns_inode).await;
+        self.read_proc(target, |_| read).await
     }
 
     /// Reads `/proc/<pid>/...` of a container, making sure the pid still names it after

@@ -129,6 +129,25 @@ impl Events for Silent {}
 
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
+/// Fits the process to hundreds of checks in flight, best effort:
+/// - every check holds sockets (a reach check one per door, a disabled look three per
+///   listener): the soft limit on open files (often 1024) goes up to the hard one;
+/// - every namespace thread would get its own malloc arena, each keeping what its
+///   probes freed: two arenas keep the peak RSS of a 200-pair run ~10 MB lower, and
+///   the threads mostly wait, so they hardly contend for them.
+pub fn prepare_process() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain calls on a valid, owned struct, before any probe thread starts.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+        #[cfg(target_env = "gnu")]
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
 pub async fn run_checks(
     checks: Vec<Arc<dyn Check>>,
     ctx: Arc<RunContext>,

@@ -160,6 +160,11 @@ async fn positions(
             }
         }
     }
+    // Every container on those networks, read at once (not network by network).
+    let mut containers: Vec<Target> = networks.iter().flat_map(|n| topology.on_network(n)).cloned().collect();
+    containers.sort_by(|a, b| a.id.cmp(&b.id));
+    containers.dedup_by(|a, b| a.id == b.id);
+    let listening = listeners_of(deployment, &containers).await?;
     for network in &networks {
         let on_it = topology.on_network(network);
         let holder = out.iter().position(|p| topology.network_keys_of(&p.target).iter().any(|n| n == network));
@@ -182,7 +187,6 @@ async fn positions(
             },
         };
         let containers: Vec<Target> = on_it.into_iter().cloned().collect();
-        let listening = listeners_of(deployment, &containers).await?;
         out[index].doors.extend(doors_on(&topology, network, &containers, &listening));
     }
     Ok(out)
@@ -227,6 +231,25 @@ async fn look(
     secret: Secret,
     limits: Limits,
 ) -> Result<Look, Attempt> {
+    // The credential tries wait longest (a listener that speaks no HTTP holds them for
+    // the short limit): they overlap with the name, the knocks and the answers.
+    let (named, credential) = futures_util::join!(
+        name_and_knocks(view, resolve, provider, leftovers, &limits),
+        credential_at(doors, provider, secret, &limits)
+    );
+    let (name, knocks, answers) = named?;
+    Ok(Look { position: label.to_string(), name, knocks, answers, credential })
+}
+
+/// The name as this position resolves it, TCP to every resolved or leftover address, and a
+/// GET and a POST wherever TCP opened.
+async fn name_and_knocks(
+    view: &crate::netns::NsView,
+    resolve: bool,
+    provider: &Provider,
+    leftovers: &[IpAddr],
+    limits: &Limits,
+) -> Result<(Option<NameSeen>, Vec<(SocketAddr, Result<(), String>)>, Vec<Try>), Attempt> {
     let host = provider.url.host_str().unwrap_or_default().to_string();
     let port = provider.url.port_or_known_default().unwrap_or(80);
     let name = if resolve { Some(name::observe(view, &host).await?) } else { None };
@@ -248,17 +271,20 @@ async fn look(
             answers.push(Try { ask, outcome });
         }
     }
+    Ok((name, knocks, answers))
+}
+
+/// The disabled credential at every listener this position tries.
+async fn credential_at(doors: Vec<Door>, provider: &Provider, secret: Secret, limits: &Limits) -> Vec<Presented> {
     // Listeners that speak no HTTP (a database, a DNS server) must not hold the look for
     // long; what does not answer in time is recorded, not judged.
     let short = std::time::Duration::from_secs(2);
     let quick = Limits {
         exchange_timeout: limits.exchange_timeout.min(short),
         read_timeout: limits.read_timeout.min(short),
-        ..limits
+        ..limits.clone()
     };
-    let credential =
-        join_all(doors.into_iter().map(|door| present(door, provider, secret.clone(), quick.clone()))).await;
-    Ok(Look { position: label.to_string(), name, knocks, answers, credential })
+    join_all(doors.into_iter().map(|door| present(door, provider, secret.clone(), quick.clone()))).await
 }
 
 /// Presents the credential at one listener, and asks the same without it: a listener that

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 
+use futures_util::StreamExt;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -262,6 +263,9 @@ fn session_asks(provider: &Provider, session_id: Option<&str>, message_url: Opti
     asks
 }
 
+/// Bad bearers tried at once at one replica.
+const BEARERS_AT_ONCE: usize = 4;
+
 async fn try_all(client: &McpClient, asks: &[Ask], names: &BTreeSet<String>) -> Vec<Try> {
     join_all(asks.iter().map(|ask| async move {
         Try { ask: ask.clone(), outcome: client.exchange(ask, names).await.map_err(|e| ErrorSeen::from(&e)) }
@@ -315,18 +319,18 @@ async fn observe_replica(
     let mut asks = base.clone();
     asks.extend(session_asks(provider, session_id.as_deref(), message_url.as_deref()));
     out.control = try_all(&valid_client, &base, &names).await;
-    for bearer in presented {
+    // A few bad bearers at a time: with many providers, foreign bearers are many, and each
+    // holds a client and a connection per entry point while it waits.
+    let names = &names;
+    let asks = &asks;
+    out.probes = futures_util::stream::iter(presented.into_iter().map(|bearer| async {
         let client = match McpClient::new(endpoint.clone(), bearer.secret, limits.clone()) {
             Ok(c) => c,
             Err(e) => {
-                out.probes.push((
-                    bearer.label,
-                    vec![Try { ask: Ask::new(EntryPoint::Initialize), outcome: Err((&e).into()) }],
-                ));
-                continue;
+                return (bearer.label, vec![Try { ask: Ask::new(EntryPoint::Initialize), outcome: Err((&e).into()) }]);
             }
         };
-        let mut tries = try_all(&client, &asks, &names).await;
+        let mut tries = try_all(&client, asks, names).await;
         // A refusal that hands out a session id: that id must not serve anything either.
         let handed: Vec<Ask> = tries
             .iter()
@@ -337,9 +341,12 @@ async fn observe_replica(
             .into_iter()
             .map(|id| Ask::new(EntryPoint::ToolsList).with_session(id, "an id a refusal handed out"))
             .collect();
-        tries.extend(try_all(&client, &handed, &names).await);
-        out.probes.push((bearer.label, tries));
-    }
+        tries.extend(try_all(&client, &handed, names).await);
+        (bearer.label, tries)
+    }))
+    .buffered(BEARERS_AT_ONCE)
+    .collect()
+    .await;
     if let Ok(s) = session {
         valid_client.close(s).await;
     }

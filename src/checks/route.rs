@@ -16,7 +16,7 @@ use crate::config::{Family, Scenario};
 use crate::deployment::Deployment;
 use crate::engine::Target;
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
-use crate::netns::procfs::{self, Listener};
+use crate::netns::procfs::Listener;
 use crate::runner::{Check, Probe, RunContext, named};
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
@@ -51,12 +51,8 @@ pub async fn listeners_of(
     deployment: &Deployment,
     targets: &[Target],
 ) -> Result<BTreeMap<String, Vec<Listener>>, Attempt> {
-    let mut out = BTreeMap::new();
-    for t in targets {
-        let listeners = deployment.read_proc(t, |pid| procfs::listeners(pid).map_err(|e| e.to_string())).await?;
-        out.insert(t.name.clone(), listeners);
-    }
-    Ok(out)
+    let reads = join_all(targets.iter().map(|t| deployment.listeners(t))).await;
+    targets.iter().zip(reads).map(|(t, read)| Ok((t.name.clone(), read?))).collect()
 }
 
 impl Probe for RouteCheck {

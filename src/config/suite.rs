@@ -77,7 +77,7 @@ struct SuiteFile {
     #[serde(default)]
     limits: LimitsFile,
     /// Checks (hence namespaces, one OS thread each) at once.
-    concurrency: Option<Whole<usize, 1, 256>>,
+    concurrency: Option<Whole<usize, 1, 4096>>,
     #[serde(default)]
     known_failures: Vec<Spanned<KnownFailureFile>>,
     #[serde(default)]
@@ -148,7 +148,7 @@ pub struct KnownFailure {
     pub origin: ConfigError,
 }
 
-pub const DEFAULT_CONCURRENCY: usize = 4;
+pub const DEFAULT_CONCURRENCY: usize = 256;
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(60);
 pub const DEFAULT_RETRY_INTERVAL: Duration = Duration::from_secs(1);
 

@@ -172,7 +172,7 @@ fn suite_errors_point_at_the_key(#[case] text: &str, #[case] expected: &str) {
 #[rstest]
 #[case::quoted_number(
     "concurrency: \"4\"\n",
-    "3:14: concurrency: expected a whole number from 1 to 256, got the text `4`: write the number without quotes"
+    "3:14: concurrency: expected a whole number from 1 to 4096, got the text `4`: write the number without quotes"
 )]
 #[case::quoted_pages(
     "limits: { max_pages: \"3\" }\n",
@@ -200,7 +200,7 @@ fn suite_errors_point_at_the_key(#[case] text: &str, #[case] expected: &str) {
 #[case::negative_duration("timeouts: { deadline: -3s }\n", "timeouts.deadline: `-3s` is not a duration")]
 #[case::bare_number("timeouts: { connect: 3 }\n", "timeouts.connect: `3` has no unit")]
 #[case::zero_exchange("timeouts: { exchange: 0s }\n", "3:23: timeouts.exchange: must be longer than zero")]
-#[case::yaml11_boolean("concurrency: yes\n", "concurrency: expected a whole number from 1 to 256, got `yes`")]
+#[case::yaml11_boolean("concurrency: yes\n", "concurrency: expected a whole number from 1 to 4096, got `yes`")]
 #[case::scalar_for_list("families: contract\n", "families: expected a list")]
 #[case::output_escapes("outputs: { junit: ../x.xml }\n", "3:19: outputs.junit: `../x.xml` leaves the output directory")]
 #[case::output_absolute("outputs: { json: /tmp/r.json }\n", "outputs.json: `/tmp/r.json` is an absolute path")]

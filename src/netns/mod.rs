@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use nix::sched::{CloneFlags, setns};
 
+pub mod listening;
 pub mod pool;
 pub mod procfs;
 

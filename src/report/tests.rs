@@ -227,3 +227,11 @@ fn console_prints_one_line_per_check_and_the_real_duration() {
     let terse = console::render(&report(), 0, console::Style { format: FormatSetting::Terse, color: false });
     assert!(terse.contains("\n.FFiiF\n"), "{terse}");
 }
+
+#[test]
+fn markdown_says_when_the_engine_was_unstable() {
+    let mut r = report();
+    assert!(!markdown::render(&r, "report.html").contains("engine instability observed"));
+    r.results[0].transient = vec!["10.0.1.5:8000 connected once but not again".into()];
+    assert!(markdown::render(&r, "report.html").contains("engine instability observed: 1 check(s)"));
+}
