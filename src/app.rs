@@ -139,6 +139,17 @@ pub fn execute(request: RunRequest) -> i32 {
                 );
                 return exit::USAGE;
             };
+            if mode == Mode::Swarm {
+                eprintln!("resolving swarm stack `{project}` through the Docker engine (a manager)");
+                let found = runtime.block_on(crate::deployment::discover_swarm(&project, &scenario, &suite.engines, suite.deadline, suite.retry_interval));
+                match found {
+                    Ok(d) => Some(Arc::new(d)),
+                    Err((message, scenario_problem)) => {
+                        eprintln!("error: {}", redactor.redact(&message));
+                        return if scenario_problem { exit::USAGE } else { exit::INFRASTRUCTURE };
+                    }
+                }
+            } else {
             eprintln!("resolving compose project `{project}` through the Docker engine");
             match runtime.block_on(discover(&project, &scenario, suite.deadline, suite.retry_interval)) {
                 Ok((engine, topology)) => {
@@ -152,6 +163,7 @@ pub fn execute(request: RunRequest) -> i32 {
                     eprintln!("error: {}", redactor.redact(&message));
                     return exit::INFRASTRUCTURE;
                 }
+            }
             }
         }
     };
@@ -185,8 +197,13 @@ pub fn execute(request: RunRequest) -> i32 {
     );
     match report::write_all(&report, &outputs, &redactor) {
         Ok(paths) => {
-            for p in paths {
+            let copies = if outputs.timestamped { crate::history::copy(&paths, &outputs.dir, started_at) } else { Ok(vec![]) };
+            for p in paths.iter().chain(copies.iter().flatten()) {
                 println!("wrote {}", p.display());
+            }
+            if let Err(e) = copies {
+                eprintln!("error: {}", redactor.redact(&e.to_string()));
+                return exit::INFRASTRUCTURE;
             }
         }
         Err(e) => {

@@ -16,10 +16,16 @@ const COMPOSE_FILE: &str = "docker/reference/compose.yaml";
 
 pub struct DemoArgs {
     pub keep: bool,
+    pub swarm: bool,
     pub extra: Vec<String>,
 }
 
+pub mod swarm;
+
 pub fn run(args: DemoArgs) -> i32 {
+    if args.swarm {
+        return swarm::run(args);
+    }
     if !Path::new(COMPOSE_FILE).exists() {
         eprintln!("error: {COMPOSE_FILE} not found: run `cargo run -- demo` from the repository root");
         return exit::USAGE;

@@ -2,6 +2,7 @@
 //!
 //! scenario + suite ([`config`]) → planned checks ([`checks`]) → [`runner`] → results
 //! ([`model`]) → reporters ([`report`]).
+pub mod agent;
 pub mod app;
 pub mod checks;
 pub mod cli;
@@ -12,6 +13,7 @@ pub mod dns;
 pub mod engine;
 pub mod exit;
 pub mod fsutil;
+pub mod history;
 pub mod mcp;
 pub mod model;
 pub mod netns;

@@ -4,15 +4,16 @@
 pub mod contract;
 pub mod disabled;
 pub mod name;
+pub mod name_tries;
+pub mod plan;
 pub mod reach;
 pub mod refusal;
 pub mod route;
 pub mod session;
 pub mod sidecar;
+pub mod wire;
 
-use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +21,8 @@ use crate::config::{Family, Mode, Provider, Scenario, Suite};
 use crate::engine::Target;
 use crate::mcp::{Endpoint, McpError};
 use crate::model::{Attempt, CheckName};
-use crate::netns::{NsView, Place};
+use crate::netns::Place;
+use plan::Plan;
 use crate::runner::{Check, RunContext, Skipped, named};
 use crate::topology::Topology;
 
@@ -108,6 +110,9 @@ pub fn pinned(provider: &Provider, addr: IpAddr) -> Endpoint {
 pub struct Vantage {
     pub place: Place,
     pub target: Option<Target>,
+    /// e.g. `client webui`.
+    pub position: String,
+    /// The position, its container and how it is entered, for evidence.
     pub label: String,
     /// (replica label, endpoint pinned to it)
     pub endpoints: Vec<(String, Endpoint)>,
@@ -119,6 +124,7 @@ pub fn contract_vantage(ctx: &RunContext, provider: &Provider) -> Result<Vantage
         return Ok(Vantage {
             place: Place::Host,
             target: None,
+            position: "cordon".into(),
             label: Place::Host.label(),
             endpoints: vec![(provider.url.to_string(), endpoint)],
         });
@@ -146,29 +152,33 @@ pub fn contract_vantage(ctx: &RunContext, provider: &Provider) -> Result<Vantage
     let endpoints = replicas.iter().map(|r| (r.label(), pinned(provider, r.addr))).collect();
     Ok(Vantage {
         place: crate::deployment::Deployment::place(&target, &label),
-        label: format!("{label} ({})", target.name),
+        label: deployment.probed_by(&target, &label).trim_start_matches("probed from ").to_string(),
+        position: label,
         target: Some(target),
         endpoints,
     })
 }
 
-/// Runs `job` at the vantage point: in the position's namespace, or in cordon's own.
-pub async fn run_at<F, Fut, T>(ctx: &RunContext, vantage: &Vantage, job: F) -> Result<T, Attempt>
-where
-    F: FnOnce(Rc<NsView>) -> Fut + Send + 'static,
-    Fut: Future<Output = T> + 'static,
-    T: Send + 'static,
-{
+/// Runs `plan` at the vantage point: in the position's namespace (wherever its node is),
+/// or in cordon's own.
+pub async fn observe_at<P: Plan>(ctx: &RunContext, vantage: &Vantage, plan: P) -> Result<P::Observation, Attempt> {
     match (&ctx.deployment, &vantage.target) {
-        (Some(deployment), Some(target)) => {
-            let label = vantage.label.split(" (").next().unwrap_or(&vantage.label).to_string();
-            deployment.run_in(target, &label, job).await
+        (Some(deployment), Some(target)) => deployment.observe(target, &vantage.position, plan).await,
+        _ => {
+            let observed = ctx
+                .pool
+                .run(&vantage.place, move |view| plan.wrap().observe(view))
+                .await
+                .map_err(|e| Attempt::not_ready(format!("cannot probe from {}: {e}", vantage.label), vec![]))?;
+            P::unwrap(observed).ok_or_else(|| Attempt::not_ready("the probe answered with another kind of observation", vec![]))
         }
-        _ => ctx
-            .pool
-            .run(&vantage.place, job)
-            .await
-            .map_err(|e| Attempt::not_ready(format!("cannot probe from {}: {e}", vantage.label), vec![])),
+    }
+}
+
+/// Puts `line` first in the attempt's evidence.
+pub fn push_evidence(attempt: &mut Attempt, line: String) {
+    if let Attempt::Pass { evidence } | Attempt::Fail { evidence, .. } | Attempt::NotReady { evidence, .. } = attempt {
+        evidence.insert(0, line);
     }
 }
 

@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,10 +22,11 @@ use serde::{Deserialize, Serialize};
 
 use super::route::listeners_of;
 use super::{client_target, tcp_connect};
-use crate::config::{Family, Provider, Scenario};
+use crate::config::{Family, Mode, Provider, Scenario};
 use crate::engine::Target;
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
-use crate::netns::procfs::{self, Listener};
+use crate::netns::NsView;
+use crate::netns::procfs::Listener;
 use crate::runner::{Check, Probe, RunContext, TRANSIENT_MARK, named};
 use crate::topology::Topology;
 
@@ -63,6 +65,20 @@ pub enum Via {
     Direct,
     /// A port the engine publishes on the host, through a gateway of the client.
     Published { container_port: String },
+    /// A swarm service's virtual IP on one network (vip endpoint mode).
+    Vip,
+}
+
+impl Door {
+    /// The port the container itself listens on behind this door.
+    pub fn container_port(&self) -> u16 {
+        match &self.via {
+            Via::Published { container_port } => {
+                container_port.split('/').next().and_then(|p| p.parse().ok()).unwrap_or(self.addr.port())
+            }
+            Via::Direct | Via::Vip => self.addr.port(),
+        }
+    }
 }
 
 /// One address and port to try, and whose it is.
@@ -81,6 +97,7 @@ impl std::fmt::Display for Door {
             Via::Published { container_port } => {
                 write!(f, "{} (the host port published for {} {container_port}, through gateway {})", self.addr, self.container, self.network)
             }
+            Via::Vip => write!(f, "{} (the virtual IP of service {} on network {})", self.addr, self.container, self.network),
         }
     }
 }
@@ -91,6 +108,28 @@ pub struct Knock {
     pub door: Door,
     pub first: Result<(), String>,
     pub repeats: Vec<Result<(), String>>,
+    /// What answered an HTTP request on the opened connection (swarm: who answers).
+    #[serde(default)]
+    pub answer: Option<Answer>,
+}
+
+/// How a listener answers one fixed request: enough to tell one server from another.
+/// Headers that change per answer (date, length, session ids) are left out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    /// The status line, or `None` when nothing came back in time.
+    pub status: Option<String>,
+    pub headers: Vec<String>,
+    pub body_sha256: String,
+}
+
+impl std::fmt::Display for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.status {
+            None => write!(f, "no answer"),
+            Some(s) => write!(f, "{s} [{}] body sha256 {}", self.headers.join(", "), &self.body_sha256[..12.min(self.body_sha256.len())]),
+        }
+    }
 }
 
 /// What the plan knows before anything is tried.
@@ -101,6 +140,10 @@ pub struct Surface {
     pub not_listening: Vec<(String, u16)>,
     /// Loopback-only listeners, for evidence.
     pub loopback_only: Vec<String>,
+    /// Swarm: a connect proves nothing (a packet to an overlay the client is not on may
+    /// leave the node and be answered upstream); a door counts only when it answers as
+    /// the container behind it answers from its own namespace: (container, port) → answer.
+    pub references: Option<BTreeMap<(String, u16), Answer>>,
 }
 
 /// Every door of `targets`: each address on each network × every port a container
@@ -161,20 +204,95 @@ pub fn surface(
     s
 }
 
+/// What the client does: knock on every door; in swarm also ask who answers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KnockPlan {
+    pub doors: Vec<Door>,
+    pub timeout: Duration,
+    /// Send one HTTP request on every connection that opened, and record the answer.
+    pub ask: Option<AskWho>,
+}
+
+/// The request that tells who answers: an unauthenticated `initialize` at the path.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AskWho {
+    pub host: String,
+    pub path: String,
+}
+
+impl KnockPlan {
+    pub async fn observe(self, _view: Rc<NsView>) -> Vec<Knock> {
+        knock_all(self.doors, self.timeout, self.ask).await
+    }
+}
+
 /// Connects to every door at once; repeats each success twice.
-pub async fn knock_all(doors: Vec<Door>, timeout: Duration) -> Vec<Knock> {
-    join_all(doors.into_iter().map(|door| async move {
-        let first = tcp_connect(door.addr, timeout).await;
-        let mut repeats = Vec::new();
-        if first.is_ok() {
-            for pause in [100u64, 300] {
-                tokio::time::sleep(Duration::from_millis(pause)).await;
-                repeats.push(tcp_connect(door.addr, timeout).await);
+pub async fn knock_all(doors: Vec<Door>, timeout: Duration, ask: Option<AskWho>) -> Vec<Knock> {
+    join_all(doors.into_iter().map(|door| {
+        let ask = ask.clone();
+        async move {
+            let first = tcp_connect(door.addr, timeout).await;
+            let mut repeats = Vec::new();
+            let mut answer = None;
+            if first.is_ok() {
+                for pause in [100u64, 300] {
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                    repeats.push(tcp_connect(door.addr, timeout).await);
+                }
+                if let Some(ask) = &ask {
+                    answer = Some(who_answers(door.addr, ask, timeout).await);
+                }
             }
+            Knock { door, first, repeats, answer }
         }
-        Knock { door, first, repeats }
     }))
     .await
+}
+
+/// Sends the fixed request and reads at most 16 KiB for at most two seconds.
+pub async fn who_answers(addr: SocketAddr, ask: &AskWho, timeout: Duration) -> Answer {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cordon-reach","version":"0"}}}"#;
+    let request = format!(
+        "POST {} HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        ask.path,
+        ask.host,
+        body.len()
+    );
+    let read = async {
+        let mut stream = tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await.ok()?.ok()?;
+        stream.write_all(request.as_bytes()).await.ok()?;
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while buf.len() < 16 * 1024 {
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        Some(buf)
+    };
+    let bytes = tokio::time::timeout(Duration::from_secs(2).max(timeout), read).await.ok().flatten().unwrap_or_default();
+    answer_of(&bytes)
+}
+
+/// Pure: the parts of a raw HTTP answer that identify the server.
+pub fn answer_of(bytes: &[u8]) -> Answer {
+    use sha2::Digest;
+    let text = String::from_utf8_lossy(bytes);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines.next().filter(|l| l.starts_with("HTTP/")).map(|l| crate::text::sanitize(l.trim()));
+    const VARYING: [&str; 5] = ["date", "content-length", "mcp-session-id", "transfer-encoding", "connection"];
+    let mut headers: Vec<String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, _)| k.trim().to_ascii_lowercase())
+        .filter(|k| !VARYING.contains(&k.as_str()))
+        .collect();
+    headers.sort();
+    headers.dedup();
+    let body_sha256 = if status.is_some() { hex::encode(sha2::Sha256::digest(body.as_bytes())) } else { String::new() };
+    Answer { status, headers, body_sha256 }
 }
 
 impl Probe for ReachCheck {
@@ -196,26 +314,81 @@ impl Probe for ReachCheck {
                 Err(attempt) => return attempt,
             };
             let mut gateways = topology.gateways_of(&client);
-            if let Ok(defaults) = deployment.read_proc(&client, |pid| procfs::default_gateways(pid).map_err(|e| e.to_string())).await {
-                gateways.extend(defaults);
+            if let Ok(facts) = deployment.proc_facts(&client).await {
+                gateways.extend(facts.gateways);
             }
             gateways.sort();
             gateways.dedup();
-            let surface = surface(&topology, &targets, &listening, &declared, &gateways);
+            let mut surface = surface(&topology, &targets, &listening, &declared, &gateways);
+            surface.doors.extend(vip_doors(&topology.vips_of(&service), &service, &surface.doors));
+            let swarm = deployment.mode == Mode::Swarm;
+            let ask = swarm.then(|| AskWho {
+                host: provider.url.host_str().unwrap_or_default().to_string(),
+                path: provider.url.path().to_string(),
+            });
             let timeout = ctx.suite.limits.connect_timeout;
-            let doors = surface.doors.clone();
-            let knocks = match deployment
-                .run_in(&client, &format!("client {}", self.client), move |_| knock_all(doors, timeout))
-                .await
-            {
+            let from = format!("client {}", self.client);
+            let plan = KnockPlan { doors: surface.doors.clone(), timeout, ask: ask.clone() };
+            let knocks = match deployment.observe(&client, &from, plan).await {
                 Ok(k) => k,
                 Err(attempt) => return attempt,
             };
+            if let Some(ask) = ask.filter(|_| knocks.iter().any(|k| k.first.is_ok())) {
+                match references(&deployment, &targets, &surface.doors, &ask, timeout).await {
+                    Ok(refs) => surface.references = Some(refs),
+                    Err(attempt) => return attempt,
+                }
+            } else if swarm {
+                surface.references = Some(BTreeMap::new());
+            }
             let what = if self.app { format!("the app behind `{}` ({service})", provider.id) } else { format!("`{}`", provider.id) };
             let who = if self.app { format!("client {}", self.client) } else { format!("client {} is not admitted to `{}` but", self.client, provider.id) };
-            judge(&surface, &knocks, &who, &what)
+            let mut attempt = judge(&surface, &knocks, &who, &what);
+            super::push_evidence(&mut attempt, deployment.probed_by(&client, &from));
+            attempt
         })
     }
+}
+
+/// Every virtual IP of the service on every network, on every port a door of the
+/// service has.
+pub fn vip_doors(vips: &[(IpAddr, String)], service: &str, doors: &[Door]) -> Vec<Door> {
+    let ports: BTreeSet<u16> = doors.iter().filter(|d| d.via == Via::Direct).map(|d| d.addr.port()).collect();
+    let mut out = Vec::new();
+    for (addr, network) in vips {
+        for port in &ports {
+            out.push(Door { addr: SocketAddr::new(*addr, *port), container: service.to_string(), network: network.clone(), via: Via::Vip });
+        }
+    }
+    out
+}
+
+/// How each container answers at each port of its doors, asked from its own namespace.
+async fn references(
+    deployment: &crate::deployment::Deployment,
+    targets: &[Target],
+    doors: &[Door],
+    ask: &AskWho,
+    timeout: Duration,
+) -> Result<BTreeMap<(String, u16), Answer>, Attempt> {
+    let mut out = BTreeMap::new();
+    for t in targets {
+        let own = t.addresses().first().copied().unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        let mut ports: BTreeSet<u16> =
+            doors.iter().filter(|d| d.container == t.name).map(Door::container_port).collect();
+        ports.extend(doors.iter().filter(|d| d.via == Via::Vip).map(|d| d.addr.port()));
+        let own_doors: Vec<Door> = ports
+            .into_iter()
+            .map(|p| Door { addr: SocketAddr::new(own, p), container: t.name.clone(), network: "its own".into(), via: Via::Direct })
+            .collect();
+        let plan = KnockPlan { doors: own_doors, timeout, ask: Some(ask.clone()) };
+        for k in deployment.observe(t, &format!("provider {}", t.name), plan).await? {
+            if let Some(answer) = k.answer {
+                out.insert((t.name.clone(), k.door.addr.port()), answer);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The service a reach check probes, and the ports it declares.
@@ -232,17 +405,33 @@ fn doors_of(provider: &Provider, app: bool) -> (String, Vec<u16>) {
 }
 
 /// Pure: a reproducible connect to any door fails; a declared port nobody listens on yet
-/// is not ready; a success that did not repeat is transient.
+/// is not ready; a success that did not repeat is transient. With references (swarm),
+/// a connect counts only when its answer is the container's own.
 pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Attempt {
     let mut evidence: Vec<String> = surface.loopback_only.clone();
     let mut findings = Vec::new();
+    let mut unknown = Vec::new();
     for k in knocks {
         match &k.first {
             Err(e) => evidence.push(format!("{}: {e}", k.door)),
             Ok(()) if k.repeats.iter().all(Result::is_ok) => {
                 evidence.push(format!("{}: connected ({} of {} repeats too)", k.door, k.repeats.len(), k.repeats.len()));
+                if let Some(refs) = &surface.references {
+                    match answered_by_container(refs, k) {
+                        Some(Ok(line)) => evidence.push(line),
+                        Some(Err(line)) => {
+                            evidence.push(line);
+                            continue;
+                        }
+                        None => {
+                            unknown.push(format!("{}: connected, but {} gave no answer of its own to compare with", k.door, k.door.container));
+                            continue;
+                        }
+                    }
+                }
                 let (kind, how) = match &k.door.via {
                     Via::Direct => (FindingKind::LateralReach, "lateral reach through a shared network"),
+                    Via::Vip => (FindingKind::LateralReach, "lateral reach through the service's virtual IP"),
                     Via::Published { .. } => (FindingKind::PublishedPortReach, "reach through a port published on the host"),
                 };
                 findings.push(
@@ -269,10 +458,34 @@ pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Atte
             evidence,
         );
     }
+    if !unknown.is_empty() {
+        return Attempt::not_ready(unknown.join("; "), evidence);
+    }
     if surface.doors.is_empty() {
         return Attempt::not_ready(format!("{what} has no address and port to probe"), evidence);
     }
     Attempt::Pass { evidence }
+}
+
+/// Whether the answer at the door is the container's own (Ok: the evidence line), or
+/// someone else's (Err: the evidence line); `None` when there is nothing to compare.
+fn answered_by_container(refs: &BTreeMap<(String, u16), Answer>, k: &Knock) -> Option<Result<String, String>> {
+    let port = k.door.container_port();
+    let own: Vec<&Answer> = match k.door.via {
+        // Any replica behind the VIP may have answered.
+        Via::Vip => refs.iter().filter(|((_, p), _)| *p == port).map(|(_, a)| a).collect(),
+        _ => refs.get(&(k.door.container.clone(), port)).into_iter().collect(),
+    };
+    let seen = k.answer.as_ref()?;
+    let first = own.first()?;
+    if own.contains(&seen) {
+        Some(Ok(format!("{}: the answer is {}'s own ({seen})", k.door, k.door.container)))
+    } else {
+        Some(Err(format!(
+            "{}: TCP opened, but the answer ({seen}) is not {}'s own ({first}): something else answered, not the provider",
+            k.door, k.door.container
+        )))
+    }
 }
 
 #[cfg(test)]
@@ -330,12 +543,12 @@ mod tests {
     fn a_declared_port_nobody_listens_on_is_not_ready() {
         let targets = [target("native_1", "10.0.1.5", vec![])];
         let s = surface(&topo(), &targets, &listens(&[("native_1", &[])]), &[8000], &[]);
-        let knocks = vec![Knock { door: s.doors[0].clone(), first: Err("refused".into()), repeats: vec![] }];
+        let knocks = vec![Knock { door: s.doors[0].clone(), first: Err("refused".into()), repeats: vec![], answer: None }];
         assert!(matches!(judge(&s, &knocks, "c", "`native`"), Attempt::NotReady { .. }));
     }
 
     fn knock(addr: &str, via: Via, first: Result<(), String>, repeats: Vec<Result<(), String>>) -> Knock {
-        Knock { door: Door { addr: addr.parse().unwrap(), container: "native_2".into(), network: "postgres".into(), via }, first, repeats }
+        Knock { door: Door { addr: addr.parse().unwrap(), container: "native_2".into(), network: "postgres".into(), via }, first, repeats, answer: None }
     }
 
     #[test]

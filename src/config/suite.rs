@@ -48,8 +48,7 @@ impl Family {
     pub fn supported_in(self, mode: Mode) -> bool {
         match mode {
             Mode::Host => matches!(self, Family::Contract),
-            Mode::Compose => !matches!(self, Family::Openwebui),
-            Mode::Swarm => false,
+            Mode::Compose | Mode::Swarm => !matches!(self, Family::Openwebui),
         }
     }
 }
@@ -68,6 +67,9 @@ struct SuiteFile {
     known_failures: Vec<Spanned<KnownFailureFile>>,
     #[serde(default)]
     outputs: OutputsFile,
+    /// Swarm: node (hostname or id) → the engine that serves it (`unix://…`, `tcp://…`).
+    #[serde(default)]
+    engines: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -103,6 +105,8 @@ struct OutputsFile {
     junit: Option<String>,
     json: Option<String>,
     markdown: Option<String>,
+    #[serde(default)]
+    timestamped: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -117,6 +121,8 @@ pub struct Suite {
     pub concurrency: usize,
     pub known_failures: Vec<KnownFailure>,
     pub outputs: Outputs,
+    /// Swarm: node (hostname or id) → engine URL; tasks there are probed through carriers.
+    pub engines: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone)]
@@ -133,6 +139,9 @@ pub struct Outputs {
     pub junit: String,
     pub json: String,
     pub markdown: String,
+    /// Also copy every report into `<dir>/history/<UTC time>/`, so one night's report
+    /// is not overwritten by the next.
+    pub timestamped: bool,
 }
 
 impl Default for Outputs {
@@ -142,6 +151,7 @@ impl Default for Outputs {
             junit: "junit.xml".into(),
             json: "report.json".into(),
             markdown: "summary.md".into(),
+            timestamped: false,
         }
     }
 }
@@ -269,6 +279,7 @@ impl Suite {
             junit: o.junit.unwrap_or(base.junit),
             json: o.json.unwrap_or(base.json),
             markdown: o.markdown.unwrap_or(base.markdown),
+            timestamped: o.timestamped,
         };
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
@@ -283,6 +294,7 @@ impl Suite {
             concurrency,
             known_failures,
             outputs,
+            engines: raw.engines,
         })
     }
 
@@ -298,6 +310,7 @@ impl Suite {
             concurrency: DEFAULT_CONCURRENCY,
             known_failures: Vec::new(),
             outputs: Outputs::default(),
+            engines: Default::default(),
         }
     }
 }

@@ -1,0 +1,1 @@
+pub fn run(_a: super::DemoArgs) -> i32 { todo!() }
