@@ -146,7 +146,7 @@ fn on_a_second_engine(agent_env: &[(&str, &str)]) -> Result<(), String> {
     let token = String::from_utf8(std::process::Command::new("docker").args(["swarm", "join-token", "-q", "worker"]).output().unwrap().stdout).unwrap();
     let worker = Worker::start(token.trim())?;
     let placed = repo().join("docker/swarm/on-worker.yaml");
-    let stack = Deployed::up("remote", 20, &[placed]);
+    let stack = Deployed::up_with("remote", 20, &[placed], &[("CORDON_DNS_ENGINE", &worker.host())]);
     let dir = tempfile::tempdir().unwrap();
     let suite = suite_with_engines(dir.path(), &[(WORKER_HOSTNAME, &worker.host())]);
     let results = tempfile::tempdir().unwrap();

@@ -26,8 +26,13 @@ pub struct Deployed {
 impl Deployed {
     /// Deploys the reference stack (plus overrides) as `cordon-sw-<name>` in block `block`.
     pub fn up(name: &str, block: u8, overrides: &[PathBuf]) -> Deployed {
+        Self::up_with(name, block, overrides, &[])
+    }
+
+    /// [`Deployed::up`] with more environment for deploy.sh (e.g. `CORDON_DNS_ENGINE`).
+    pub fn up_with(name: &str, block: u8, overrides: &[PathBuf], extra: &[(&str, &str)]) -> Deployed {
         images();
-        let env = vec![
+        let mut env = vec![
             ("CORDON_SUBNET".to_string(), SUBNET.to_string()),
             ("CORDON_BLOCK".to_string(), block.to_string()),
             ("CORDON_FIXTURE_IMAGE".to_string(), fixture_image()),
@@ -37,6 +42,7 @@ impl Deployed {
             ("GITEA_TOKEN".to_string(), random_token()),
             ("WIKI_TOKEN".to_string(), random_token()),
         ];
+        env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let deployed = Deployed { stack: format!("cordon-sw-{name}"), env };
         // A run killed before its Drop left this stack behind: start clean.
         let _ = deployed.deploy("down", &[]);
@@ -176,8 +182,9 @@ const WORKER_ROOT: &str = "/var/lib/cordon-swarm-worker";
 const WORKER_EXEC: &str = "/run/cordon-swarm-worker";
 
 /// A second Docker engine in its own network namespace (10.170.0.2, bridge 10.170.1.0/24,
-/// pools in 10.170.32.0/19), joined to this engine's swarm as a worker and labelled
-/// `cordon.node=worker`. Everything is undone on drop.
+/// pools in 10.170.32.0/19), with its own data root, exec root, socket, containerd and
+/// hostname, joined to this engine's swarm as a worker and labelled `cordon.node=worker`.
+/// Everything is undone on drop.
 pub struct Worker {
     dockerd: std::process::Child,
     node_id: String,
@@ -199,14 +206,18 @@ impl Worker {
              ip link set cw-node netns {WORKER_NS}; ip addr add 10.170.0.1/24 dev cw-host; ip link set cw-host up; \
              ip netns exec {WORKER_NS} ip addr add 10.170.0.2/24 dev cw-node; \
              ip netns exec {WORKER_NS} ip link set cw-node up; ip netns exec {WORKER_NS} ip link set lo up; \
-             ip netns exec {WORKER_NS} ip route add default via 10.170.0.1; mkdir -p {WORKER_ROOT} {WORKER_EXEC}"
+             mkdir -p {WORKER_ROOT} {WORKER_EXEC}"
         ))?;
         // The manager advertises 127.0.0.1: in the worker's namespace that is its own
         // loopback, so its port 2377 is carried to the manager's (10.170.0.1).
         forward_in_worker(2377)?;
         let log = std::fs::File::create(format!("{WORKER_EXEC}.log")).map_err(|e| e.to_string())?;
-        let dockerd = Command::new("ip")
-            .args(["netns", "exec", WORKER_NS, "unshare", "--uts", "sh", "-c"])
+        // nsenter, not `ip netns exec`: that remounts /sys, and dockerd needs the cgroups
+        // under it. No default route in the namespace: the engine reaches the manager and
+        // nothing else (its registry lookups fail at once instead of leaving the machine).
+        let dockerd = Command::new("nsenter")
+            .arg(format!("--net=/run/netns/{WORKER_NS}"))
+            .args(["unshare", "--uts", "sh", "-c"])
             .arg(format!(
                 "hostname {WORKER_HOSTNAME} && exec dockerd --data-root {WORKER_ROOT} --exec-root {WORKER_EXEC} \
                  -H unix://{WORKER_SOCKET} --pidfile {WORKER_EXEC}.pid --bip 10.170.1.1/24 \
@@ -242,13 +253,14 @@ impl Worker {
     /// Removes whatever an earlier run left: the engine, its namespace and veth, its state.
     pub fn cleanup() {
         let script = format!(
-            "[ -f {WORKER_EXEC}.pid ] && kill $(cat {WORKER_EXEC}.pid) 2>/dev/null; sleep 1; \
+            "if [ -f {WORKER_EXEC}.pid ]; then p=$(cat {WORKER_EXEC}.pid); kill $p 2>/dev/null; \
+               for _ in $(seq 1 20); do kill -0 $p 2>/dev/null || break; sleep 1; done; fi; \
              for n in $(docker node ls --filter name={WORKER_HOSTNAME} -q 2>/dev/null); do docker node rm --force $n; done; \
              ip netns pids {WORKER_NS} 2>/dev/null | xargs -r kill -9; ip netns del {WORKER_NS} 2>/dev/null; \
              ip link del cw-host 2>/dev/null; \
              grep -o '{WORKER_EXEC}[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null; \
              grep -o '{WORKER_ROOT}[^ ]*' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null; \
-             rm -rf {WORKER_ROOT} {WORKER_EXEC} {WORKER_EXEC}.pid {WORKER_SOCKET}; true"
+             rm -rf {WORKER_ROOT} {WORKER_EXEC} {WORKER_EXEC}.pid {WORKER_EXEC}.log {WORKER_SOCKET}; true"
         );
         let _ = Command::new("bash").args(["-c", &script]).output();
     }
