@@ -235,3 +235,35 @@ fn every_broken_variant_has_an_expectation() {
         assert!(dir.join("stack.yaml").exists() || dir.join("scenario.yaml").exists(), "{} breaks nothing", dir.display());
     }
 }
+
+/// The agent a carrier runs: one plan as JSON on stdin, one observation as JSON on
+/// stdout, and the same observation code as setns (here: cordon's own namespace).
+#[test]
+fn the_agent_answers_a_plan_on_stdin_with_an_observation_on_stdout() {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let plan = serde_json::json!({"Knock": {
+        "doors": [{"addr": addr.to_string(), "container": "x", "network": "lo", "via": "Direct"},
+                  {"addr": "127.0.0.1:1", "container": "x", "network": "lo", "via": "Direct"}],
+        "timeout": {"secs": 1, "nanos": 0},
+        "ask": null
+    }});
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .arg("agent")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(plan.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let observed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let knocks = observed["Knock"].as_array().unwrap();
+    assert_eq!(knocks[0]["first"], serde_json::json!({"Ok": null}), "{observed}");
+    assert!(knocks[1]["first"]["Err"].as_str().unwrap().contains("refused"), "{observed}");
+    // Garbage is a usage error, not a crash.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon")).arg("agent").stdin(std::process::Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

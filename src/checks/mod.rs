@@ -13,6 +13,9 @@ pub mod session;
 pub mod sidecar;
 pub mod wire;
 
+#[cfg(test)]
+mod swarm_tests;
+
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;

@@ -128,6 +128,8 @@ pub fn run(args: DemoArgs) -> i32 {
     let mut env = tokens.clone();
     env.push(("CORDON_SUBNET".into(), SUBNET.into()));
     env.push(("CORDON_BLOCK".into(), BLOCK.into()));
+    // The image docker/build-images.sh builds (FIXTURE_TAG), which the stack then runs.
+    env.push(("CORDON_FIXTURE_IMAGE".into(), std::env::var("FIXTURE_TAG").unwrap_or_else(|_| "cordon-fixture:dev".into())));
     step("building the fixture images (docker/build-images.sh)");
     if !status(Command::new("bash").arg("docker/build-images.sh")) {
         eprintln!("error: building the images failed (see above)");

@@ -108,7 +108,7 @@ impl StackFacts {
 }
 
 impl Engine {
-    /// The manager's view of a stack. [`EngineError::NoProject`] when no service carries
+    /// The manager's view of a stack. [`EngineError::NotFound`] when no service carries
     /// the namespace label; an engine that is no manager is an API error saying so.
     pub async fn stack(&self, stack: &str) -> Result<StackFacts, EngineError> {
         let info = self.docker().info().await.map_err(|e| EngineError::api("reading engine info", e))?;
@@ -128,7 +128,13 @@ impl Engine {
             .await
             .map_err(|e| EngineError::api(format!("listing services of stack {stack:?}"), e))?;
         if listed.is_empty() {
-            return Err(EngineError::NoProject { project: stack.to_string() });
+            return Err(EngineError::NotFound {
+                kind: "swarm stack",
+                name: stack.to_string(),
+                detail: format!(
+                    "no service carries the label {STACK_NAMESPACE_LABEL}={stack}; is the stack deployed (docker stack ls), and is --stack its name?"
+                ),
+            });
         }
         let services: Vec<SwarmService> = listed.iter().map(|s| service(s, stack)).collect();
         let mut tasks = Vec::new();
