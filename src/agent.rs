@@ -47,7 +47,8 @@ pub fn main() -> i32 {
     match observed {
         Ok(Ok(observation)) => {
             let mut out = std::io::stdout().lock();
-            match serde_json::to_writer(&mut out, &observation).and_then(|_| out.flush().map_err(serde_json::Error::io)) {
+            match serde_json::to_writer(&mut out, &observation).and_then(|_| out.flush().map_err(serde_json::Error::io))
+            {
                 Ok(()) => exit::OK,
                 Err(e) => {
                     eprintln!("cordon agent: writing the observation: {e}");

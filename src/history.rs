@@ -12,8 +12,9 @@ pub fn copy(written: &[PathBuf], dir: &Path, started: SystemTime) -> std::io::Re
     for path in written {
         let Some(name) = path.file_name() else { continue };
         let copy = target.join(name);
-        std::fs::copy(path, &copy)
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot copy {} to {}: {e}", path.display(), copy.display())))?;
+        std::fs::copy(path, &copy).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot copy {} to {}: {e}", path.display(), copy.display()))
+        })?;
         out.push(copy);
     }
     Ok(out)

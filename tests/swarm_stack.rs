@@ -54,7 +54,8 @@ fn wanted(step: &str) -> bool {
 #[test]
 fn swarm_end_to_end() {
     let host = SwarmHost::prepare(&[&format!("{SUBNET}.0.0/16"), "10.170.0.0/16"]).expect("a swarm to run stacks on");
-    let agent = if wanted("carrier") || wanted("worker") { static_cordon().display().to_string() } else { String::new() };
+    let agent =
+        if wanted("carrier") || wanted("worker") { static_cordon().display().to_string() } else { String::new() };
     let agent_env = [("CORDON_AGENT_BINARY", agent.as_str())];
     let mut failures: Vec<String> = Vec::new();
     if wanted("good") || wanted("carrier") {
@@ -91,27 +92,44 @@ fn good_twenty_times(stack: &Deployed, failures: &mut Vec<String>) {
     let results = tempfile::tempdir().unwrap();
     let first = stack.cordon(&scenario(), &suite(), results.path(), &[]);
     let verdicts = first.results();
-    let not_passed: Vec<_> = verdicts.iter().filter(|(n, v, ..)| v != "passed" && !(n == KNOWN && v == "known_failure")).collect();
+    let not_passed: Vec<_> =
+        verdicts.iter().filter(|(n, v, ..)| v != "passed" && !(n == KNOWN && v == "known_failure")).collect();
     eprintln!("good stack: {} checks in {:.1}s", verdicts.len(), first.wall.as_secs_f64());
     if first.code != 0 || !not_passed.is_empty() || verdicts.len() < 40 {
-        failures.push(format!("good stack: exit {}; not passed: {not_passed:#?}\n{}\n{}", first.code, first.stdout, first.stderr));
+        failures.push(format!(
+            "good stack: exit {}; not passed: {not_passed:#?}\n{}\n{}",
+            first.code, first.stdout, first.stderr
+        ));
         return;
     }
     let known = verdicts.iter().find(|(n, ..)| n == KNOWN).expect("the known failure is planned");
     assert!(known.3.contains("no-new-privileges is not set (a swarm service cannot set it"), "{}", known.3);
-    let families: std::collections::BTreeSet<&str> = verdicts.iter().map(|(n, ..)| n.split("::").next().unwrap()).collect();
-    assert_eq!(families.into_iter().collect::<Vec<_>>(), ["contract", "disabled", "reach", "route", "session", "sidecar"]);
+    let families: std::collections::BTreeSet<&str> =
+        verdicts.iter().map(|(n, ..)| n.split("::").next().unwrap()).collect();
+    assert_eq!(
+        families.into_iter().collect::<Vec<_>>(),
+        ["contract", "disabled", "reach", "route", "session", "sidecar"]
+    );
     // Streamable HTTP sessions are also tried through the name (legacy SSE lives on one stream).
     let streamable = |n: &str| n.starts_with("session::") && !n.ends_with("->legacy");
-    assert!(verdicts.iter().filter(|(n, ..)| streamable(n)).all(|(_, _, _, e)| e.contains("session 6 through the name")));
-    assert!(verdicts.iter().all(|(_, _, _, e)| !e.contains("by a carrier")), "the manager's tasks are entered by setns");
+    assert!(
+        verdicts.iter().filter(|(n, ..)| streamable(n)).all(|(_, _, _, e)| e.contains("session 6 through the name"))
+    );
+    assert!(
+        verdicts.iter().all(|(_, _, _, e)| !e.contains("by a carrier")),
+        "the manager's tasks are entered by setns"
+    );
     assert_no_token_in(stack, results.path(), &[&first.stdout, &first.stderr]);
     let history = std::fs::read_dir(results.path().join("history")).unwrap().count();
     assert_eq!(history, 1, "one timestamped copy per run");
     for run in 2..=20 {
         let again = stack.cordon(&scenario(), &suite(), results.path(), &[]);
-        let changed: Vec<_> =
-            verdicts.iter().zip(again.results()).filter(|(a, b)| a.0 != b.0 || a.1 != b.1).map(|(a, b)| (a.0.clone(), a.1.clone(), b.1, b.2)).collect();
+        let changed: Vec<_> = verdicts
+            .iter()
+            .zip(again.results())
+            .filter(|(a, b)| a.0 != b.0 || a.1 != b.1)
+            .map(|(a, b)| (a.0.clone(), a.1.clone(), b.1, b.2))
+            .collect();
         if again.code != 0 || !changed.is_empty() {
             failures.push(format!("good stack, run {run}: verdicts changed: {changed:#?}\n{}", again.stdout));
             return;
@@ -123,17 +141,25 @@ fn good_twenty_times(stack: &Deployed, failures: &mut Vec<String>) {
 /// The manager named in `engines:`: every task probed through a carrier, same verdicts.
 fn forced_carrier(stack: &Deployed, agent_env: &[(&str, &str)], failures: &mut Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
-    let hostname = String::from_utf8(std::process::Command::new("docker").args(["info", "--format", "{{.Name}}"]).output().unwrap().stdout).unwrap();
+    let hostname = String::from_utf8(
+        std::process::Command::new("docker").args(["info", "--format", "{{.Name}}"]).output().unwrap().stdout,
+    )
+    .unwrap();
     let suite = suite_with_engines(dir.path(), &[(hostname.trim(), "unix:///var/run/docker.sock")]);
     let results = tempfile::tempdir().unwrap();
     let run = stack.cordon(&scenario(), &suite, results.path(), agent_env);
     eprintln!("good stack through carriers: {} checks in {:.1}s", run.results().len(), run.wall.as_secs_f64());
-    let bad: Vec<_> = run.results().into_iter().filter(|(n, v, ..)| v != "passed" && !(n == KNOWN && v == "known_failure")).collect();
+    let bad: Vec<_> =
+        run.results().into_iter().filter(|(n, v, ..)| v != "passed" && !(n == KNOWN && v == "known_failure")).collect();
     if run.code != 0 || !bad.is_empty() {
         failures.push(format!("forced carrier: exit {}: {bad:#?}\n{}", run.code, run.stderr));
         return;
     }
-    let carried = run.results().iter().filter(|(_, _, _, e)| e.contains(&format!("by a carrier on node {}", hostname.trim()))).count();
+    let carried = run
+        .results()
+        .iter()
+        .filter(|(_, _, _, e)| e.contains(&format!("by a carrier on node {}", hostname.trim())))
+        .count();
     if carried < 20 {
         failures.push(format!("forced carrier: only {carried} checks say they ran through a carrier"));
     }
@@ -143,7 +169,10 @@ fn forced_carrier(stack: &Deployed, agent_env: &[(&str, &str)], failures: &mut V
 /// Every service placed on the worker (node label): cordon, on the manager, probes every
 /// task through a carrier on the worker's engine.
 fn on_a_second_engine(agent_env: &[(&str, &str)]) -> Result<(), String> {
-    let token = String::from_utf8(std::process::Command::new("docker").args(["swarm", "join-token", "-q", "worker"]).output().unwrap().stdout).unwrap();
+    let token = String::from_utf8(
+        std::process::Command::new("docker").args(["swarm", "join-token", "-q", "worker"]).output().unwrap().stdout,
+    )
+    .unwrap();
     let worker = Worker::start(token.trim())?;
     let placed = repo().join("docker/swarm/on-worker.yaml");
     let stack = Deployed::up_with("remote", 20, &[placed], &[("CORDON_DNS_ENGINE", &worker.host())]);
@@ -152,8 +181,13 @@ fn on_a_second_engine(agent_env: &[(&str, &str)]) -> Result<(), String> {
     let results = tempfile::tempdir().unwrap();
     let run = stack.cordon(&scenario(), &suite, results.path(), agent_env);
     eprintln!("stack on the second engine: {} checks in {:.1}s", run.results().len(), run.wall.as_secs_f64());
-    let bad: Vec<_> = run.results().into_iter().filter(|(n, v, ..)| v != "passed" && !(n == KNOWN && v == "known_failure")).collect();
-    let carried = run.results().iter().filter(|(_, _, _, e)| e.contains(&format!("by a carrier on node {WORKER_HOSTNAME}"))).count();
+    let bad: Vec<_> =
+        run.results().into_iter().filter(|(n, v, ..)| v != "passed" && !(n == KNOWN && v == "known_failure")).collect();
+    let carried = run
+        .results()
+        .iter()
+        .filter(|(_, _, _, e)| e.contains(&format!("by a carrier on node {WORKER_HOSTNAME}")))
+        .count();
     drop(stack);
     drop(worker);
     if run.code != 0 || !bad.is_empty() || carried < 20 {
@@ -170,14 +204,17 @@ fn broken_variant(dir: &Path, block: u8) -> Result<(), String> {
     let scenario = Some(dir.join("scenario.yaml")).filter(|p| p.exists()).unwrap_or_else(scenario);
     let results = tempfile::tempdir().unwrap();
     let run: Run = stack.cordon(&scenario, &suite(), results.path(), &[]);
-    let got: BTreeMap<String, (String, String, String)> = run.results().into_iter().map(|(n, v, r, e)| (n, (v, r, e))).collect();
+    let got: BTreeMap<String, (String, String, String)> =
+        run.results().into_iter().map(|(n, v, r, e)| (n, (v, r, e))).collect();
     if got.is_empty() {
         return Err(format!("{name}: no report\n{}\n{}", run.stdout, run.stderr));
     }
     let mut problems = Vec::new();
     for f in &expect.fails {
         match got.get(&f.check) {
-            Some((v, r, _)) if v == "failed" && r.contains(&f.reason) => eprintln!("observed: {name}: {} failed: {r}", f.check),
+            Some((v, r, _)) if v == "failed" && r.contains(&f.reason) => {
+                eprintln!("observed: {name}: {} failed: {r}", f.check)
+            }
             Some((v, r, _)) => problems.push(format!("{} should fail for {:?}; got {v}: {r}", f.check, f.reason)),
             None => problems.push(format!("no check {}", f.check)),
         }
@@ -187,7 +224,9 @@ fn broken_variant(dir: &Path, block: u8) -> Result<(), String> {
             Some((v, _, e)) if v == "known_failure" && e.contains(&f.reason) => {
                 eprintln!("observed: {name}: {} known failure, evidence has {:?}", f.check, f.reason)
             }
-            Some((v, r, _)) => problems.push(format!("{} should be a known failure with {:?}; got {v}: {r}", f.check, f.reason)),
+            Some((v, r, _)) => {
+                problems.push(format!("{} should be a known failure with {:?}; got {v}: {r}", f.check, f.reason))
+            }
             None => problems.push(format!("no check {}", f.check)),
         }
     }
@@ -232,7 +271,11 @@ fn every_broken_variant_has_an_expectation() {
     for entry in std::fs::read_dir(repo().join("docker/swarm/broken")).unwrap() {
         let dir = entry.unwrap().path();
         assert!(dir.join("expect.yaml").exists(), "{} has no expect.yaml", dir.display());
-        assert!(dir.join("stack.yaml").exists() || dir.join("scenario.yaml").exists(), "{} breaks nothing", dir.display());
+        assert!(
+            dir.join("stack.yaml").exists() || dir.join("scenario.yaml").exists(),
+            "{} breaks nothing",
+            dir.display()
+        );
     }
 }
 
@@ -264,6 +307,10 @@ fn the_agent_answers_a_plan_on_stdin_with_an_observation_on_stdout() {
     assert_eq!(knocks[0]["first"], serde_json::json!({"Ok": null}), "{observed}");
     assert!(knocks[1]["first"]["Err"].as_str().unwrap().contains("refused"), "{observed}");
     // Garbage is a usage error, not a crash.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon")).arg("agent").stdin(std::process::Stdio::null()).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .arg("agent")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -39,12 +39,19 @@ pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan) -> NameTry
         let addr = answer.first().ok_or_else(|| format!("`{}` resolved to nothing", plan.host))?;
         // The credential goes to replicas only (see the session check).
         if !plan.replicas.iter().any(|(a, _)| *a == addr) {
-            return Err(format!("`{}` answered {addr}, which is no replica: the credential is not sent there", plan.host));
+            return Err(format!(
+                "`{}` answered {addr}, which is no replica: the credential is not sent there",
+                plan.host
+            ));
         }
         Ok(addr)
     };
     let client_at = |addr: IpAddr| {
-        McpClient::new(plan.endpoint.pinned_to(SocketAddr::new(addr, plan.port)), Some(plan.secret.clone()), plan.limits.clone())
+        McpClient::new(
+            plan.endpoint.pinned_to(SocketAddr::new(addr, plan.port)),
+            Some(plan.secret.clone()),
+            plan.limits.clone(),
+        )
     };
     let failed = |step: &str, landed: String, text: String| TryStep {
         step: step.into(),
@@ -87,7 +94,9 @@ pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan) -> NameTry
             }
         };
         let outcome = match (step, &plan.read) {
-            ("tools/call", Some(read)) => client.call_tool(&session, &read.tool, read.arguments.clone()).await.map(drop),
+            ("tools/call", Some(read)) => {
+                client.call_tool(&session, &read.tool, read.arguments.clone()).await.map(drop)
+            }
             _ => client.list_tools(&session).await.map(drop),
         };
         let failed_here = outcome.is_err();

@@ -42,7 +42,13 @@ fn task(name: &str, attachments: &[(&str, &str)]) -> Target {
         running: true,
         attachments: attachments
             .iter()
-            .map(|(n, a)| Attachment { network: n.to_string(), network_id: n.to_string(), ipv4: a.parse().ok(), ipv6: None, aliases: vec![] })
+            .map(|(n, a)| Attachment {
+                network: n.to_string(),
+                network_id: n.to_string(),
+                ipv4: a.parse().ok(),
+                ipv6: None,
+                aliases: vec![],
+            })
             .collect(),
         netns_inode: None,
         netns_of: None,
@@ -60,7 +66,12 @@ fn topology() -> Topology {
         "docker_gwbridge",
         "gw",
         "10.9.200.0/24",
-        vec![NetworkEndpoint { container_id: "id-s_gitea-mcp.1".into(), name: "gateway_x".into(), ipv4: "10.9.200.5".parse().ok(), ipv6: None }],
+        vec![NetworkEndpoint {
+            container_id: "id-s_gitea-mcp.1".into(),
+            name: "gateway_x".into(),
+            ipv4: "10.9.200.5".parse().ok(),
+            ipv6: None,
+        }],
     );
     let service = SwarmService {
         id: "svc".into(),
@@ -99,7 +110,10 @@ fn a_vip_on_a_shared_overlay_is_the_providers_address() {
     let client = task("s_webui.1", &[("s_net-native", "10.9.1.9")]);
     let s = seen(&["10.9.1.2"]);
     let roles = name::roles(&s, &providers, Some(&client), &t);
-    assert!(matches!(&roles[0].1, Role::Provider { container, network } if container.contains("VIP") && network == "net-native"), "{roles:?}");
+    assert!(
+        matches!(&roles[0].1, Role::Provider { container, network } if container.contains("VIP") && network == "net-native"),
+        "{roles:?}"
+    );
     assert!(name::judge(&s, &roles, "client webui").is_ok());
     // dnsrr: the task addresses; a VIP of another service is foreign.
     let s = seen(&["10.9.1.5"]);
@@ -122,8 +136,11 @@ fn a_vip_route_waits_until_a_replica_listens_then_must_open() {
     let roles = name::roles(&o.name, &providers, Some(&client), &topology());
     let none: BTreeMap<String, Vec<Listener>> = BTreeMap::from([("s_native.1".to_string(), vec![])]);
     assert!(matches!(route::judge(&o, &roles, &none, "c"), Attempt::NotReady { .. }));
-    let listening = BTreeMap::from([("s_native.1".to_string(), vec![Listener { addr: "0.0.0.0:8000".parse().unwrap() }])]);
-    let Attempt::Fail { findings, .. } = route::judge(&o, &roles, &listening, "c") else { panic!("a VIP that never opens fails") };
+    let listening =
+        BTreeMap::from([("s_native.1".to_string(), vec![Listener { addr: "0.0.0.0:8000".parse().unwrap() }])]);
+    let Attempt::Fail { findings, .. } = route::judge(&o, &roles, &listening, "c") else {
+        panic!("a VIP that never opens fails")
+    };
     assert_eq!(findings[0].kind, FindingKind::ProviderNotAccepting);
 }
 
@@ -144,7 +161,8 @@ fn knock(addr: &str, container: &str, via: Via, answer: Option<Answer>) -> Knock
 fn in_swarm_a_door_counts_only_when_the_container_behind_it_answers() {
     let own = answer("401 Unauthorized", r#"{"error":"unauthorized"}"#);
     let refs = BTreeMap::from([(("legacy.1".to_string(), 8000), own.clone())]);
-    let surface = |k: &Knock| Surface { doors: vec![k.door.clone()], references: Some(refs.clone()), ..Default::default() };
+    let surface =
+        |k: &Knock| Surface { doors: vec![k.door.clone()], references: Some(refs.clone()), ..Default::default() };
     // The provider's own answer: lateral reach.
     let k = knock("10.9.6.4:8000", "legacy.1", Via::Direct, Some(own.clone()));
     let Attempt::Fail { findings, .. } = reach::judge(&surface(&k), &[k], "c", "`legacy`") else { panic!() };
@@ -152,14 +170,17 @@ fn in_swarm_a_door_counts_only_when_the_container_behind_it_answers() {
     // The upstream answered (the packet left the overlay): no reach, said in the evidence.
     let k = knock("10.9.6.4:8000", "legacy.1", Via::Direct, Some(answer("404 Not Found", "<html>")));
     match reach::judge(&surface(&k), &[k], "c", "`legacy`") {
-        Attempt::Pass { evidence } => assert!(evidence.iter().any(|e| e.contains("something else answered")), "{evidence:?}"),
+        Attempt::Pass { evidence } => {
+            assert!(evidence.iter().any(|e| e.contains("something else answered")), "{evidence:?}")
+        }
         other => panic!("{other:?}"),
     }
     // Nothing to compare with: cannot tell, not a pass.
     let k = knock("10.9.6.4:8000", "legacy.1", Via::Direct, None);
     assert!(matches!(reach::judge(&surface(&k), &[k], "c", "`legacy`"), Attempt::NotReady { .. }));
     // A published port is judged by the container port behind it; a VIP by any replica.
-    let k = knock("10.9.200.1:18232", "legacy.1", Via::Published { container_port: "8000/tcp".into() }, Some(own.clone()));
+    let k =
+        knock("10.9.200.1:18232", "legacy.1", Via::Published { container_port: "8000/tcp".into() }, Some(own.clone()));
     let Attempt::Fail { findings, .. } = reach::judge(&surface(&k), &[k], "c", "`legacy`") else { panic!() };
     assert_eq!(findings[0].kind, FindingKind::PublishedPortReach);
     let k = knock("10.9.6.2:8000", "legacy", Via::Vip, Some(own));
@@ -180,8 +201,18 @@ fn answers_ignore_what_changes_per_request() {
 #[test]
 fn every_vip_is_a_door_on_every_port_of_the_service() {
     let doors = vec![
-        Door { addr: "10.9.1.5:8000".parse().unwrap(), container: "n.1".into(), network: "net".into(), via: Via::Direct },
-        Door { addr: "10.9.1.5:9090".parse().unwrap(), container: "n.1".into(), network: "net".into(), via: Via::Direct },
+        Door {
+            addr: "10.9.1.5:8000".parse().unwrap(),
+            container: "n.1".into(),
+            network: "net".into(),
+            via: Via::Direct,
+        },
+        Door {
+            addr: "10.9.1.5:9090".parse().unwrap(),
+            container: "n.1".into(),
+            network: "net".into(),
+            via: Via::Direct,
+        },
     ];
     let vips = reach::vip_doors(&[(ip("10.9.1.2"), "net".into())], "native", &doors);
     let addrs: Vec<SocketAddr> = vips.iter().map(|d| d.addr).collect();
@@ -199,7 +230,13 @@ fn docker_gwbridge_is_allowed_once_in_swarm_and_ingress_never() {
     t.networks.insert("s_net-gitea".into(), network("s_net-gitea", "n5", "10.9.5.0/24", vec![]));
     let sidecar = task("s_gitea-mcp.1", &[("s_net-gitea", "10.9.5.2")]);
     let declared = ["net-gitea".to_string()];
-    let (f, e) = judge_interfaces(&t, &sidecar, &declared, &kernel(&["eth0 10.9.5.2/24", "eth1 10.9.200.5/24", "lo 127.0.0.1/8"]), true);
+    let (f, e) = judge_interfaces(
+        &t,
+        &sidecar,
+        &declared,
+        &kernel(&["eth0 10.9.5.2/24", "eth1 10.9.200.5/24", "lo 127.0.0.1/8"]),
+        true,
+    );
     assert!(f.is_empty(), "{f:?}");
     assert!(e.iter().any(|l| l.contains("eth1 10.9.200.5 is on docker_gwbridge")), "{e:?}");
     assert!(e.iter().any(|l| l.contains("lists this task's endpoint at 10.9.200.5")), "{e:?}");
@@ -207,12 +244,30 @@ fn docker_gwbridge_is_allowed_once_in_swarm_and_ingress_never() {
     let (f, _) = judge_interfaces(&t, &sidecar, &declared, &kernel(&["eth0 10.9.5.2/24", "eth1 10.9.200.5/24"]), false);
     assert!(f.iter().any(|x| x.kind == FindingKind::AddressOutsideDeclared), "{f:?}");
     // Twice is not swarm's plumbing.
-    let (f, _) = judge_interfaces(&t, &sidecar, &declared, &kernel(&["eth0 10.9.5.2/24", "eth1 10.9.200.5/24", "eth2 10.9.200.6/24"]), true);
+    let (f, _) = judge_interfaces(
+        &t,
+        &sidecar,
+        &declared,
+        &kernel(&["eth0 10.9.5.2/24", "eth1 10.9.200.5/24", "eth2 10.9.200.6/24"]),
+        true,
+    );
     assert!(f.iter().any(|x| x.message.contains("2 interfaces on docker_gwbridge")), "{f:?}");
     // A port published through the routing mesh puts the task on ingress.
     let mut meshed = sidecar.clone();
-    meshed.attachments.push(Attachment { network: "ingress".into(), network_id: "ing".into(), ipv4: "10.9.255.4".parse().ok(), ipv6: None, aliases: vec![] });
-    let (f, _) = judge_interfaces(&t, &meshed, &declared, &kernel(&["eth0 10.9.5.2/24", "eth1 10.9.200.5/24", "eth2 10.9.255.4/24"]), true);
+    meshed.attachments.push(Attachment {
+        network: "ingress".into(),
+        network_id: "ing".into(),
+        ipv4: "10.9.255.4".parse().ok(),
+        ipv6: None,
+        aliases: vec![],
+    });
+    let (f, _) = judge_interfaces(
+        &t,
+        &meshed,
+        &declared,
+        &kernel(&["eth0 10.9.5.2/24", "eth1 10.9.200.5/24", "eth2 10.9.255.4/24"]),
+        true,
+    );
     let text: Vec<&str> = f.iter().map(|x| x.message.as_str()).collect();
     assert!(text.iter().any(|m| m.contains("routing mesh")), "{text:?}");
     assert!(text.iter().any(|m| m.contains("undeclared network `ingress`")), "{text:?}");

@@ -37,21 +37,40 @@ impl SwarmHost {
         let state = output(Command::new("docker").args(["info", "--format", "{{.Swarm.LocalNodeState}}"]))?;
         let mut host = SwarmHost { initialized: false, created_gwbridge: false, rules: vec![] };
         if state.trim() == "inactive" {
-            let exists = Command::new("docker").args(["network", "inspect", "docker_gwbridge"]).output().is_ok_and(|o| o.status.success());
+            let exists = Command::new("docker")
+                .args(["network", "inspect", "docker_gwbridge"])
+                .output()
+                .is_ok_and(|o| o.status.success());
             if !exists {
                 // Before init, so the bridge takes a subnet chosen here, not the engine's next pool.
                 output(Command::new("docker").args([
-                    "network", "create", "--driver", "bridge", "--subnet", GWBRIDGE_SUBNET,
-                    "--opt", "com.docker.network.bridge.name=docker_gwbridge",
-                    "--opt", "com.docker.network.bridge.enable_icc=false",
-                    "--opt", "com.docker.network.bridge.enable_ip_masquerade=true",
-                    "--label", "cordon-test=1", "docker_gwbridge",
+                    "network",
+                    "create",
+                    "--driver",
+                    "bridge",
+                    "--subnet",
+                    GWBRIDGE_SUBNET,
+                    "--opt",
+                    "com.docker.network.bridge.name=docker_gwbridge",
+                    "--opt",
+                    "com.docker.network.bridge.enable_icc=false",
+                    "--opt",
+                    "com.docker.network.bridge.enable_ip_masquerade=true",
+                    "--label",
+                    "cordon-test=1",
+                    "docker_gwbridge",
                 ]))?;
                 host.created_gwbridge = true;
             }
             output(Command::new("docker").args([
-                "swarm", "init", "--advertise-addr", "127.0.0.1", "--default-addr-pool", ADDRESS_POOL,
-                "--default-addr-pool-mask-length", "24",
+                "swarm",
+                "init",
+                "--advertise-addr",
+                "127.0.0.1",
+                "--default-addr-pool",
+                ADDRESS_POOL,
+                "--default-addr-pool-mask-length",
+                "24",
             ]))?;
             host.initialized = true;
         } else if state.trim() != "active" {
@@ -59,10 +78,22 @@ impl SwarmHost {
         }
         if let Some(uplink) = uplink() {
             for subnet in subnets {
-                let rule: Vec<String> = ["DOCKER-USER", "-d", subnet, "-o", &uplink, "-j", "REJECT", "-m", "comment", "--comment", "cordon-swarm"]
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect();
+                let rule: Vec<String> = [
+                    "DOCKER-USER",
+                    "-d",
+                    subnet,
+                    "-o",
+                    &uplink,
+                    "-j",
+                    "REJECT",
+                    "-m",
+                    "comment",
+                    "--comment",
+                    "cordon-swarm",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
                 let mut insert = vec!["-I".to_string()];
                 insert.extend(rule.iter().cloned());
                 output(Command::new("iptables").args(&insert))?;
@@ -90,7 +121,11 @@ impl Drop for SwarmHost {
         if self.created_gwbridge {
             // The engine lets go of the bridge a moment after leaving.
             for _ in 0..10 {
-                if Command::new("docker").args(["network", "rm", "docker_gwbridge"]).output().is_ok_and(|o| o.status.success()) {
+                if Command::new("docker")
+                    .args(["network", "rm", "docker_gwbridge"])
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+                {
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_secs(1));
@@ -129,7 +164,10 @@ pub fn run(args: DemoArgs) -> i32 {
     env.push(("CORDON_SUBNET".into(), SUBNET.into()));
     env.push(("CORDON_BLOCK".into(), BLOCK.into()));
     // The image docker/build-images.sh builds (FIXTURE_TAG), which the stack then runs.
-    env.push(("CORDON_FIXTURE_IMAGE".into(), std::env::var("FIXTURE_TAG").unwrap_or_else(|_| "cordon-fixture:dev".into())));
+    env.push((
+        "CORDON_FIXTURE_IMAGE".into(),
+        std::env::var("FIXTURE_TAG").unwrap_or_else(|_| "cordon-fixture:dev".into()),
+    ));
     step("building the fixture images (docker/build-images.sh)");
     if !status(Command::new("bash").arg("docker/build-images.sh")) {
         eprintln!("error: building the images failed (see above)");
@@ -144,7 +182,13 @@ pub fn run(args: DemoArgs) -> i32 {
         }
     };
     step(&format!("deploying docker/swarm/stack.yaml as stack `{STACK}` on {SUBNET}.{BLOCK}0.0/24 …"));
-    let deploy = |cmd: &str| Command::new("bash").args([DEPLOY, cmd, STACK]).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str()))).status().is_ok_and(|s| s.success());
+    let deploy = |cmd: &str| {
+        Command::new("bash")
+            .args([DEPLOY, cmd, STACK])
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .status()
+            .is_ok_and(|s| s.success())
+    };
     if !deploy("up") {
         eprintln!("error: docker stack deploy failed (see above)");
         deploy("down");
@@ -161,10 +205,15 @@ pub fn run(args: DemoArgs) -> i32 {
     // Ctrl-C stops the suite (the child), not the demo: the stack must still come down.
     // SAFETY: no other thread of this process installs signal handlers.
     let previous = unsafe { signal(Signal::SIGINT, SigHandler::SigIgn) };
-    let code = child.and_then(|mut c| c.wait()).map(|s| s.code().unwrap_or(exit::INFRASTRUCTURE)).unwrap_or(exit::INFRASTRUCTURE);
+    let code = child
+        .and_then(|mut c| c.wait())
+        .map(|s| s.code().unwrap_or(exit::INFRASTRUCTURE))
+        .unwrap_or(exit::INFRASTRUCTURE);
     step(&format!("suite finished in {:.1}s with exit code {code}", started.elapsed().as_secs_f64()));
     if args.keep {
-        step(&format!("keeping the stack; remove it with: bash {DEPLOY} down {STACK} (and `docker swarm leave --force` if the demo initialized the swarm)"));
+        step(&format!(
+            "keeping the stack; remove it with: bash {DEPLOY} down {STACK} (and `docker swarm leave --force` if the demo initialized the swarm)"
+        ));
         std::mem::forget(host);
     } else {
         step("removing the stack");

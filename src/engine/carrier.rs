@@ -18,8 +18,8 @@ use bollard::body_full;
 use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
-    RemoveContainerOptionsBuilder,
+    AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder,
+    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
 };
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -69,7 +69,14 @@ impl Carriers {
 
     /// Runs one plan (JSON) in a carrier joined to `container` on `engine`, and returns
     /// what the agent wrote. `key` names the engine (for its image cache).
-    pub async fn run(&'static self, engine: &Engine, key: &str, container: &str, plan: Vec<u8>, limit: Duration) -> Result<Vec<u8>, String> {
+    pub async fn run(
+        &'static self,
+        engine: &Engine,
+        key: &str,
+        container: &str,
+        plan: Vec<u8>,
+        limit: Duration,
+    ) -> Result<Vec<u8>, String> {
         self.watch_interrupts();
         let image = self.image(engine, key).await?;
         {
@@ -79,10 +86,8 @@ impl Carriers {
             }
         }
         let docker = engine.docker();
-        let labels = HashMap::from([
-            (CARRIER_LABEL.to_string(), "1".to_string()),
-            (RUN_LABEL.to_string(), self.run.clone()),
-        ]);
+        let labels =
+            HashMap::from([(CARRIER_LABEL.to_string(), "1".to_string()), (RUN_LABEL.to_string(), self.run.clone())]);
         let config = ContainerCreateBody {
             image: Some(image),
             cmd: Some(vec!["agent".into()]),
@@ -113,9 +118,12 @@ impl Carriers {
             .map_err(|e| format!("creating carrier {name}: {e}"))?;
         let guard = Removal { engine: engine.clone(), id: created.id.clone() };
         let outcome = tokio::time::timeout(limit, async {
-            let attach = AttachContainerOptionsBuilder::new().stream(true).stdin(true).stdout(true).stderr(true).build();
-            let mut attached =
-                docker.attach_container(&created.id, Some(attach)).await.map_err(|e| format!("attaching to carrier {name}: {e}"))?;
+            let attach =
+                AttachContainerOptionsBuilder::new().stream(true).stdin(true).stdout(true).stderr(true).build();
+            let mut attached = docker
+                .attach_container(&created.id, Some(attach))
+                .await
+                .map_err(|e| format!("attaching to carrier {name}: {e}"))?;
             docker.start_container(&created.id, None).await.map_err(|e| format!("starting carrier {name}: {e}"))?;
             attached.input.write_all(&plan).await.map_err(|e| format!("writing the plan to carrier {name}: {e}"))?;
             attached.input.shutdown().await.map_err(|e| format!("closing the carrier's stdin: {e}"))?;
@@ -159,7 +167,13 @@ impl Carriers {
         if engine.docker().inspect_image(&tag).await.is_err() {
             let dockerfile = "FROM scratch\nLABEL cordon.carrier=1\nCOPY cordon /cordon\nUSER 65534:65534\nENTRYPOINT [\"/cordon\"]\n";
             let context = tar(&[("Dockerfile", dockerfile.as_bytes(), 0o644), ("cordon", &bytes, 0o755)]);
-            let options = BuildImageOptionsBuilder::new().dockerfile("Dockerfile").t(&tag).rm(true).forcerm(true).networkmode("none").build();
+            let options = BuildImageOptionsBuilder::new()
+                .dockerfile("Dockerfile")
+                .t(&tag)
+                .rm(true)
+                .forcerm(true)
+                .networkmode("none")
+                .build();
             let mut build = engine.docker().build_image(options, None, Some(body_full(context.into())));
             while let Some(step) = build.next().await {
                 let step = step.map_err(|e| format!("building {tag} on {key}: {e}"))?;
@@ -190,7 +204,10 @@ impl Carriers {
         let engines = self.engines.lock().expect("carrier lock").clone();
         for (_, engine) in engines {
             let filters = HashMap::from([("label".to_string(), vec![format!("{RUN_LABEL}={}", self.run)])]);
-            let listed = engine.docker().list_containers(Some(ListContainersOptionsBuilder::new().all(true).filters(&filters).build())).await;
+            let listed = engine
+                .docker()
+                .list_containers(Some(ListContainersOptionsBuilder::new().all(true).filters(&filters).build()))
+                .await;
             for c in listed.unwrap_or_default() {
                 if let Some(id) = c.id {
                     remove(&engine, &id).await;
@@ -315,7 +332,8 @@ mod tests {
         let t = tar(&[("Dockerfile", b"FROM scratch\n", 0o644)]);
         assert_eq!(t.len(), 512 + 512 + 1024);
         assert_eq!(&t[257..262], b"ustar");
-        let sum: u32 = t[..512].iter().enumerate().map(|(i, b)| if (148..156).contains(&i) { 32 } else { u32::from(*b) }).sum();
+        let sum: u32 =
+            t[..512].iter().enumerate().map(|(i, b)| if (148..156).contains(&i) { 32 } else { u32::from(*b) }).sum();
         let stored = u32::from_str_radix(std::str::from_utf8(&t[148..154]).unwrap(), 8).unwrap();
         assert_eq!(sum, stored);
     }

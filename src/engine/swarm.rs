@@ -150,7 +150,9 @@ impl Engine {
             for t in &listed {
                 match running_task(t, &s.name) {
                     Some(task) => tasks.push(task),
-                    None if t.desired_state == Some(TaskState::RUNNING) => *pending.entry(s.name.clone()).or_default() += 1,
+                    None if t.desired_state == Some(TaskState::RUNNING) => {
+                        *pending.entry(s.name.clone()).or_default() += 1
+                    }
                     None => {}
                 }
             }
@@ -216,11 +218,25 @@ pub fn service(s: &Service, stack: &str) -> SwarmService {
             })
         })
         .collect();
-    let replicas = spec.mode.as_ref().and_then(|m| m.replicated.as_ref()).and_then(|r| r.replicas).and_then(|r| u64::try_from(r).ok());
+    let replicas = spec
+        .mode
+        .as_ref()
+        .and_then(|m| m.replicated.as_ref())
+        .and_then(|r| r.replicas)
+        .and_then(|r| u64::try_from(r).ok());
     let updating = s.update_status.as_ref().and_then(|u| u.state).is_some_and(|st| {
         matches!(st, ServiceUpdateStatusStateEnum::UPDATING | ServiceUpdateStatusStateEnum::ROLLBACK_STARTED)
     });
-    SwarmService { id: s.id.clone().unwrap_or_default(), full_name, name, endpoint_mode, vips, ports, replicas, updating }
+    SwarmService {
+        id: s.id.clone().unwrap_or_default(),
+        full_name,
+        name,
+        endpoint_mode,
+        vips,
+        ports,
+        replicas,
+        updating,
+    }
 }
 
 /// Pure: the task if it is desired running and running, with a container.
@@ -266,7 +282,10 @@ mod tests {
         assert_eq!(s.name, "native");
         assert_eq!(s.endpoint_mode, EndpointMode::Vip);
         assert_eq!(s.vips, vec![("n1".to_string(), "10.171.1.2".parse().unwrap())]);
-        assert_eq!(s.ports[0], ServicePort { target: 8000, published: 18201, protocol: "tcp".into(), mode: PublishMode::Host });
+        assert_eq!(
+            s.ports[0],
+            ServicePort { target: 8000, published: 18201, protocol: "tcp".into(), mode: PublishMode::Host }
+        );
         assert_eq!(s.ports[1].mode, PublishMode::Ingress);
         assert_eq!(s.replicas, Some(2));
         assert!(!s.updating);
@@ -300,7 +319,13 @@ mod tests {
     #[test]
     fn a_stack_short_of_its_replicas_converges() {
         let s = service(&service_json("dnsrr", None), "demo");
-        let t = RunningTask { id: "t".into(), service: "native".into(), slot: Some(1), node_id: "n".into(), container_id: "c".into() };
+        let t = RunningTask {
+            id: "t".into(),
+            service: "native".into(),
+            slot: Some(1),
+            node_id: "n".into(),
+            container_id: "c".into(),
+        };
         let mut facts = StackFacts {
             stack: "demo".into(),
             local_node: "n".into(),

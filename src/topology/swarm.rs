@@ -21,7 +21,12 @@ pub struct SwarmView {
 
 impl SwarmView {
     pub fn node_name(&self, node_id: &str) -> String {
-        self.facts.nodes.get(node_id).map(|n| n.hostname.clone()).filter(|h| !h.is_empty()).unwrap_or_else(|| node_id.to_string())
+        self.facts
+            .nodes
+            .get(node_id)
+            .map(|n| n.hostname.clone())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| node_id.to_string())
     }
 }
 
@@ -47,7 +52,10 @@ impl Topology {
         if !converging.is_empty() {
             return Err(TopologyError::Missing {
                 project: stack.to_string(),
-                missing: converging.iter().map(|s| format!("service `{s}` (converging: not every replica runs yet)")).collect(),
+                missing: converging
+                    .iter()
+                    .map(|s| format!("service `{s}` (converging: not every replica runs yet)"))
+                    .collect(),
             });
         }
         let mut targets = Vec::new();
@@ -157,7 +165,12 @@ impl Topology {
         s.vips
             .iter()
             .map(|(net_id, addr)| {
-                let name = self.networks.values().find(|n| &n.id == net_id).map(|n| n.name.clone()).unwrap_or_else(|| net_id.clone());
+                let name = self
+                    .networks
+                    .values()
+                    .find(|n| &n.id == net_id)
+                    .map(|n| n.name.clone())
+                    .unwrap_or_else(|| net_id.clone());
                 (*addr, name)
             })
             .collect()

@@ -162,15 +162,33 @@ pub fn suite_with_engines(dir: &Path, engines: &[(&str, &str)]) -> PathBuf {
 /// secrets, the worker's namespace, iptables rules.
 pub fn leftovers() -> Vec<String> {
     let lines = |args: &[&str]| -> Vec<String> {
-        let out = Command::new(args[0]).args(&args[1..]).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+        let out = Command::new(args[0])
+            .args(&args[1..])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
         out.lines().map(str::to_string).filter(|l| !l.trim().is_empty()).collect()
     };
     let mut out = Vec::new();
     out.extend(lines(&["docker", "ps", "-a", "--filter", "label=cordon.carrier", "--format", "carrier {{.Names}}"]));
-    out.extend(lines(&["docker", "service", "ls", "--format", "service {{.Name}}"]).into_iter().filter(|l| l.contains("cordon-sw-")));
-    out.extend(lines(&["docker", "network", "ls", "--format", "network {{.Name}}"]).into_iter().filter(|l| l.contains("cordon-sw-")));
-    out.extend(lines(&["docker", "secret", "ls", "--format", "secret {{.Name}}"]).into_iter().filter(|l| l.contains("cordon-sw-")));
-    out.extend(lines(&["ip", "netns", "list"]).into_iter().filter(|l| l.contains(WORKER_NS)).map(|l| format!("netns {l}")));
+    out.extend(
+        lines(&["docker", "service", "ls", "--format", "service {{.Name}}"])
+            .into_iter()
+            .filter(|l| l.contains("cordon-sw-")),
+    );
+    out.extend(
+        lines(&["docker", "network", "ls", "--format", "network {{.Name}}"])
+            .into_iter()
+            .filter(|l| l.contains("cordon-sw-")),
+    );
+    out.extend(
+        lines(&["docker", "secret", "ls", "--format", "secret {{.Name}}"])
+            .into_iter()
+            .filter(|l| l.contains("cordon-sw-")),
+    );
+    out.extend(
+        lines(&["ip", "netns", "list"]).into_iter().filter(|l| l.contains(WORKER_NS)).map(|l| format!("netns {l}")),
+    );
     out.extend(lines(&["iptables", "-S", "DOCKER-USER"]).into_iter().filter(|l| l.contains("cordon-swarm")));
     out
 }
@@ -271,7 +289,10 @@ impl Drop for Worker {
         let host = self.host();
         let _ = Command::new("docker").args(["-H", &host, "swarm", "leave", "--force"]).output();
         let _ = Command::new("docker").args(["node", "rm", "--force", &self.node_id]).output();
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.dockerd.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.dockerd.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if matches!(self.dockerd.try_wait(), Ok(Some(_))) {
