@@ -77,10 +77,12 @@ fn swarm_end_to_end() {
             }
         }
     }
-    if wanted("worker") && host.initialized() {
-        if let Err(e) = on_a_second_engine(&agent_env) {
-            failures.push(e);
-        }
+    // A worker joins only a swarm this test initialized: never someone else's.
+    if wanted("worker")
+        && host.initialized()
+        && let Err(e) = on_a_second_engine(&agent_env)
+    {
+        failures.push(e);
     }
     drop(host);
     let left = leftovers();
