@@ -166,6 +166,47 @@ fn forced_carrier(stack: &Deployed, agent_env: &[(&str, &str)], failures: &mut V
         failures.push(format!("forced carrier: only {carried} checks say they ran through a carrier"));
     }
     assert_no_token_in(stack, results.path(), &[&run.stdout, &run.stderr]);
+    if let Err(e) = interrupted(stack, &suite, agent_env) {
+        failures.push(e);
+    }
+}
+
+/// Ctrl-C while carriers run: cordon removes every carrier of its run and exits 130.
+fn interrupted(stack: &Deployed, suite: &Path, agent_env: &[(&str, &str)]) -> Result<(), String> {
+    let results = tempfile::tempdir().unwrap();
+    let carriers = || -> usize {
+        let out = std::process::Command::new("docker")
+            .args(["ps", "-aq", "--filter", "label=cordon.carrier"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args(["swarm", "--stack", &stack.stack, "--scenario"])
+        .arg(scenario())
+        .arg("--suite")
+        .arg(suite)
+        .arg("--results")
+        .arg(results.path())
+        .envs(stack.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .envs(agent_env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while carriers() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let running = carriers();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    let left = carriers();
+    eprintln!("interrupted with {running} carriers running: exit {:?}, {left} left", status.code());
+    if running == 0 || status.code() != Some(130) || left != 0 {
+        return Err(format!("Ctrl-C with {running} carriers running: exit {:?}, {left} carriers left", status.code()));
+    }
+    Ok(())
 }
 
 /// Every service placed on the worker (node label): cordon, on the manager, probes every

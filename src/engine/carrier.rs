@@ -45,6 +45,8 @@ pub struct Carriers {
     images: tokio::sync::Mutex<BTreeMap<String, String>>,
     engines: Mutex<Vec<(String, Engine)>>,
     watching: OnceLock<()>,
+    /// Set on Ctrl-C: no carrier is created any more, one being created is removed.
+    closing: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Carriers {
@@ -60,6 +62,7 @@ impl Carriers {
             images: tokio::sync::Mutex::new(BTreeMap::new()),
             engines: Mutex::new(Vec::new()),
             watching: OnceLock::new(),
+            closing: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -112,11 +115,18 @@ impl Carriers {
             ..Default::default()
         };
         let name = format!("cordon-carrier-{}-{}", self.run, hex::encode(rand::random::<[u8; 4]>()));
+        if self.is_closing() {
+            return Err("interrupted".into());
+        }
         let created = docker
             .create_container(Some(CreateContainerOptionsBuilder::new().name(&name).build()), config)
             .await
             .map_err(|e| format!("creating carrier {name}: {e}"))?;
         let guard = Removal { engine: engine.clone(), id: created.id.clone() };
+        if self.is_closing() {
+            guard.now().await;
+            return Err("interrupted".into());
+        }
         let outcome = tokio::time::timeout(limit, async {
             let attach =
                 AttachContainerOptionsBuilder::new().stream(true).stdin(true).stdout(true).stderr(true).build();
@@ -141,7 +151,9 @@ impl Carriers {
                 }
             }
             if out.is_empty() {
-                return Err(format!("carrier {name} wrote no observation: {}", String::from_utf8_lossy(&err).trim()));
+                let err = String::from_utf8_lossy(&err);
+                let why = if err.trim().is_empty() { "its output ended empty".into() } else { err.trim().to_string() };
+                return Err(format!("carrier {name} wrote no observation: {why}"));
             }
             Ok(out)
         })
@@ -192,11 +204,19 @@ impl Carriers {
             tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
                     eprintln!("interrupted: removing this run's carriers");
+                    self.closing.store(true, std::sync::atomic::Ordering::SeqCst);
+                    self.remove_all().await;
+                    // A carrier whose creation was in flight shows up a moment later.
+                    tokio::time::sleep(Duration::from_millis(500)).await;
                     self.remove_all().await;
                     std::process::exit(130);
                 }
             });
         });
+    }
+
+    fn is_closing(&self) -> bool {
+        self.closing.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Removes every container of this run on every engine it used.
