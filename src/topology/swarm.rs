@@ -183,3 +183,34 @@ impl Topology {
         view.gwbridges.get(node)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::swarm::NodeFacts;
+
+    #[tokio::test]
+    async fn a_node_is_served_by_its_engine_named_by_id_or_hostname() {
+        let engine = |url: &str| {
+            Engine::from_docker(bollard::Docker::connect_with_http(url, 1, bollard::API_DEFAULT_VERSION).unwrap())
+        };
+        let mut facts = StackFacts {
+            stack: "s".into(),
+            local_node: "n1".into(),
+            services: vec![],
+            tasks: vec![],
+            pending: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+        };
+        for (id, host) in [("n1", "manager"), ("n2", "worker-1"), ("n3", "worker-2")] {
+            facts.nodes.insert(id.into(), NodeFacts { id: id.into(), hostname: host.into(), addr: String::new() });
+        }
+        let engines = NodeEngines::from([
+            ("worker-1".to_string(), engine("http://127.0.0.1:1")),
+            ("n3".to_string(), engine("http://127.0.0.1:2")),
+        ]);
+        assert!(engine_for(&engines, &facts, "n2").is_some(), "by hostname");
+        assert!(engine_for(&engines, &facts, "n3").is_some(), "by id");
+        assert!(engine_for(&engines, &facts, "n1").is_none(), "this node: setns");
+    }
+}
