@@ -150,36 +150,59 @@ pub fn execute(request: RunRequest) -> i32 {
                 );
                 return exit::USAGE;
             };
-            eprintln!("resolving compose project `{project}` through the Docker engine");
-            let connect_timeout = suite.limits.connect_timeout;
-            match runtime.block_on(discover(&project, &scenario, suite.deadline, suite.retry_interval, connect_timeout))
-            {
-                Ok((engine, topology)) => {
-                    Some(Arc::new(Deployment::new(mode, &project, Some(engine), scenario.clone(), topology)))
+            if mode == Mode::Swarm {
+                eprintln!("resolving swarm stack `{project}` through the Docker engine (a manager)");
+                let found = runtime.block_on(crate::deployment::discover_swarm(
+                    &project,
+                    &scenario,
+                    &suite.engines,
+                    suite.deadline,
+                    suite.retry_interval,
+                ));
+                match found {
+                    Ok(d) => Some(Arc::new(d)),
+                    Err((message, scenario_problem)) => {
+                        eprintln!("error: {}", redactor.redact(&message));
+                        return if scenario_problem { exit::USAGE } else { exit::INFRASTRUCTURE };
+                    }
                 }
-                Err(DiscoveryError::Scenario(message)) => {
-                    let message = crate::text::sanitize(&redactor.redact(&message));
-                    eprintln!("error: invalid scenario {}: {message}", scenario.file.display());
-                    return exit::USAGE;
-                }
-                Err(DiscoveryError::Infrastructure(message)) => {
-                    eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
-                    // Reports still say what was planned and why none of it ran.
-                    let reason = format!("not run: {message}");
-                    let results = selected
-                        .iter()
-                        .map(|c| CheckResult::new(c.name(), Verdict::Unreachable, reason.clone()))
-                        .collect();
-                    let report = RunReport {
-                        scenario: scenario_name,
-                        suite: suite_name,
-                        mode,
-                        started_at,
-                        duration: started.elapsed(),
-                        results,
-                        filtered_out: unselected.len(),
-                    };
-                    return finish(&tests, &report, &unselected, &outputs, &redactor, None);
+            } else {
+                eprintln!("resolving compose project `{project}` through the Docker engine");
+                let connect_timeout = suite.limits.connect_timeout;
+                match runtime.block_on(discover(
+                    &project,
+                    &scenario,
+                    suite.deadline,
+                    suite.retry_interval,
+                    connect_timeout,
+                )) {
+                    Ok((engine, topology)) => {
+                        Some(Arc::new(Deployment::new(mode, &project, Some(engine), scenario.clone(), topology)))
+                    }
+                    Err(DiscoveryError::Scenario(message)) => {
+                        let message = crate::text::sanitize(&redactor.redact(&message));
+                        eprintln!("error: invalid scenario {}: {message}", scenario.file.display());
+                        return exit::USAGE;
+                    }
+                    Err(DiscoveryError::Infrastructure(message)) => {
+                        eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
+                        // Reports still say what was planned and why none of it ran.
+                        let reason = format!("not run: {message}");
+                        let results = selected
+                            .iter()
+                            .map(|c| CheckResult::new(c.name(), Verdict::Unreachable, reason.clone()))
+                            .collect();
+                        let report = RunReport {
+                            scenario: scenario_name,
+                            suite: suite_name,
+                            mode,
+                            started_at,
+                            duration: started.elapsed(),
+                            results,
+                            filtered_out: unselected.len(),
+                        };
+                        return finish(&tests, &report, &unselected, &outputs, &redactor, None);
+                    }
                 }
             }
         }
@@ -241,8 +264,17 @@ fn finish(
     let code = report.exit_code();
     match report::write_all(report, outputs, redactor) {
         Ok(paths) => {
-            for p in paths {
+            let copies = if outputs.timestamped {
+                crate::history::copy(&paths, &outputs.dir, report.started_at)
+            } else {
+                Ok(vec![])
+            };
+            for p in paths.iter().chain(copies.iter().flatten()) {
                 say(format!("wrote {}", p.display()));
+            }
+            if let Err(e) = copies {
+                eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&e.to_string())));
+                return exit_when_reports_fail(code);
             }
             code
         }

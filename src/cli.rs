@@ -52,6 +52,24 @@ enum Command {
         #[command(flatten)]
         tests: Arguments,
     },
+    /// Run suites/swarm.yaml against a swarm stack (`docker stack deploy`), from inside
+    /// each task's network namespace: setns on this node, a carrier on other nodes.
+    Swarm {
+        /// The stack's name (its `com.docker.stack.namespace`).
+        #[arg(long)]
+        stack: String,
+        #[arg(long, default_value = "scenarios/reference.yaml")]
+        scenario: PathBuf,
+        #[arg(long, default_value = "suites/swarm.yaml")]
+        suite: PathBuf,
+        #[arg(long)]
+        results: Option<PathBuf>,
+        #[command(flatten)]
+        tests: Arguments,
+    },
+    /// Runs one probe plan (JSON on stdin) where it stands; what carrier containers run.
+    #[command(hide = true)]
+    Agent,
     /// Build the fixture images, deploy the reference stack, run the compose suite
     /// against it and tear it down (needs root and a running Docker engine).
     Demo {
@@ -61,6 +79,10 @@ enum Command {
         /// Show image builds and compose output instead of logging them to results/demo.log.
         #[arg(long)]
         verbose: bool,
+        /// The swarm demo: a single-node swarm (set up and left as found), the reference
+        /// stack deployed with `docker stack deploy`, and suites/swarm.yaml.
+        #[arg(long)]
+        swarm: bool,
         /// Passed on to `cordon compose` (a filter, --skip, --list …).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         extra: Vec<String>,
@@ -141,7 +163,14 @@ pub fn main() -> i32 {
         }
     };
     let redactor = Redactor::new();
-    match cli.command {
+    let command = match cli.command {
+        Command::Swarm { stack, scenario, suite, results, tests } => {
+            Command::Run { suite, scenario, results, project: Some(stack), tests }
+        }
+        Command::Agent => return crate::agent::main(),
+        other => other,
+    };
+    match command {
         Command::Run { suite, scenario, results, project, tests }
         | Command::Compose { suite, scenario, results, project, tests } => {
             let scenario = match Scenario::load(&scenario, &redactor) {
@@ -154,8 +183,11 @@ pub fn main() -> i32 {
             };
             app::execute(RunRequest { scenario, suite, redactor, tests, results_dir: results, project })
         }
-        Command::Demo { keep, verbose, extra } => crate::demo::run(crate::demo::DemoArgs { keep, verbose, extra }),
+        Command::Demo { keep, verbose, swarm, extra } => {
+            crate::demo::run(crate::demo::DemoArgs { keep, verbose, swarm, extra })
+        }
         Command::Explain { check, results } => crate::explain::run(&check, &results),
+        Command::Swarm { .. } | Command::Agent => unreachable!("mapped above"),
         Command::Probe(args) => match probe_request(*args, &redactor) {
             Ok(request) => app::execute(request),
             Err(message) => {

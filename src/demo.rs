@@ -27,8 +27,11 @@ const TAIL_LINES: usize = 30;
 pub struct DemoArgs {
     pub keep: bool,
     pub verbose: bool,
+    pub swarm: bool,
     pub extra: Vec<String>,
 }
+
+pub mod swarm;
 
 /// Where stage output goes: the terminal (verbose) or the demo log.
 struct Stages {
@@ -94,6 +97,9 @@ impl Stages {
 }
 
 pub fn run(args: DemoArgs) -> i32 {
+    if args.swarm {
+        return swarm::run(args);
+    }
     if !Path::new(COMPOSE_FILE).exists() {
         eprintln!("error: {COMPOSE_FILE} not found: run `cargo run -- demo` from the repository root");
         return exit::USAGE;
@@ -217,4 +223,15 @@ fn compose(env: &[(String, String)]) -> Command {
 
 fn step(text: &str) {
     eprintln!("==> {text}");
+}
+
+/// Runs a command with its output on the terminal; false (and says why) when it fails.
+fn status(cmd: &mut Command) -> bool {
+    match cmd.status() {
+        Ok(s) => s.success(),
+        Err(e) => {
+            eprintln!("error: cannot run {:?}: {e}", cmd.get_program());
+            false
+        }
+    }
 }

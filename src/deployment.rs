@@ -7,12 +7,15 @@ use std::rc::Rc;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
+use crate::checks::plan::{Plan, ProbeObservation, ProcFacts, ProcPlan};
 use crate::config::{Mode, Scenario};
+use crate::engine::carrier::carriers;
 use crate::engine::{Engine, Target};
 use crate::model::Attempt;
 use crate::netns::listening::ListenerMemo;
 use crate::netns::procfs::Listener;
 use crate::netns::{NetnsError, NsPool, NsView, Place};
+use crate::topology::swarm::{NodeEngines, engine_for};
 use crate::topology::{Topology, TopologyError};
 
 pub struct Deployment {
@@ -24,7 +27,22 @@ pub struct Deployment {
     last_refresh: tokio::sync::Mutex<Instant>,
     pub pool: Arc<NsPool>,
     listening: ListenerMemo,
+    /// Swarm: the engines of nodes probed through carriers (the suite's `engines:`).
+    engines: NodeEngines,
 }
+
+/// Where the probes for one target run.
+enum Carrier {
+    /// `setns` into the container's namespace, on this node.
+    Here,
+    /// A carrier container through that node's engine.
+    There { engine: Engine, node: String },
+    /// On a node no engine of the suite serves.
+    Nowhere { node: String },
+}
+
+/// How long one carrier may take for one plan.
+const CARRIER_LIMIT: Duration = Duration::from_secs(300);
 
 /// Re-reading the engine at most this often, however many checks ask.
 const REFRESH_EVERY: Duration = Duration::from_millis(500);
@@ -40,7 +58,15 @@ impl Deployment {
             last_refresh: tokio::sync::Mutex::new(Instant::now()),
             pool: Arc::new(NsPool::new()),
             listening: ListenerMemo::new(),
+            engines: NodeEngines::new(),
         }
+    }
+
+    /// A swarm stack: `engines` serve the nodes probed through carriers.
+    pub fn swarm(stack: &str, engine: Engine, engines: NodeEngines, scenario: Scenario, topology: Topology) -> Self {
+        let mut d = Self::new(Mode::Swarm, stack, Some(engine), scenario, topology);
+        d.engines = engines;
+        d
     }
 
     /// The current snapshot of the engine's view.
@@ -58,7 +84,8 @@ impl Deployment {
         }
         let fresh = match self.mode {
             Mode::Compose => Topology::discover(engine, &self.project, &self.scenario).await,
-            Mode::Host | Mode::Swarm => return,
+            Mode::Swarm => Topology::discover_swarm(engine, &self.engines, &self.project, &self.scenario).await,
+            Mode::Host => return,
         };
         match fresh {
             Ok(t) => *self.topology.write().expect("topology lock") = Arc::new(t),
@@ -99,8 +126,84 @@ impl Deployment {
 
     /// The listening sockets of `target`, one read shared by every check asking at once.
     pub async fn listeners(&self, target: &Target) -> Result<Vec<Listener>, Attempt> {
+        if !matches!(self.carrier(target), Carrier::Here) {
+            return Ok(self.proc_facts(target).await?.listeners);
+        }
         let read = self.listening.listeners(target.pid, target.netns_inode).await;
         self.read_proc(target, |_| read).await
+    }
+
+    fn carrier(&self, target: &Target) -> Carrier {
+        let (Mode::Swarm, Some(node)) = (self.mode, &target.node) else { return Carrier::Here };
+        let topology = self.topology();
+        let Some(view) = &topology.swarm else { return Carrier::Here };
+        match engine_for(&self.engines, &view.facts, node) {
+            // A node the suite names is probed through its engine, this one too.
+            Some(engine) => Carrier::There { engine: engine.clone(), node: view.node_name(node) },
+            None if *node == view.facts.local_node => Carrier::Here,
+            None => Carrier::Nowhere { node: view.node_name(node) },
+        }
+    }
+
+    /// How probes for `target` run, for evidence: "probed from client webui (…) by setns
+    /// on this node" or "… by a carrier on node worker-1".
+    pub fn probed_by(&self, target: &Target, label: &str) -> String {
+        let how = match self.carrier(target) {
+            Carrier::Here => "setns on this node".to_string(),
+            Carrier::There { node, .. } => format!("a carrier on node {node}"),
+            Carrier::Nowhere { node } => format!("nothing: node {node} has no engine in the suite"),
+        };
+        format!("probed from {label} ({}) by {how}", target.name)
+    }
+
+    /// Runs one observation plan in `target`'s namespace: through the namespace worker
+    /// on this node, or shipped to a carrier on the target's node.
+    pub async fn observe<P: Plan>(&self, target: &Target, label: &str, plan: P) -> Result<P::Observation, Attempt> {
+        let observed = match self.carrier(target) {
+            Carrier::Here => self.run_in(target, label, move |view| plan.wrap().observe(view)).await?,
+            Carrier::There { engine, node } => {
+                let probe = plan.wrap();
+                let kind = probe.kind();
+                let json = serde_json::to_vec(&probe)
+                    .map_err(|e| Attempt::not_ready(format!("encoding the {kind} plan: {e}"), vec![]))?;
+                let out = match carriers().run(&engine, &node, &target.id, json, CARRIER_LIMIT).await {
+                    Ok(out) => out,
+                    Err(e) => {
+                        self.refresh().await;
+                        return Err(Attempt::not_ready(
+                            format!("cannot probe from {label} ({}) on node {node}: {e}", target.name),
+                            vec![],
+                        ));
+                    }
+                };
+                serde_json::from_slice::<ProbeObservation>(&out).map_err(|e| {
+                    Attempt::not_ready(
+                        format!("the carrier on node {node} answered the {kind} plan with no observation: {e}"),
+                        vec![],
+                    )
+                })?
+            }
+            Carrier::Nowhere { node } => {
+                return Err(Attempt::not_ready(
+                    format!("{} runs on node {node}, and the suite's `engines:` names no engine for it", target.name),
+                    vec![],
+                ));
+            }
+        };
+        P::unwrap(observed)
+            .ok_or_else(|| Attempt::not_ready("the probe answered with another kind of observation", vec![]))
+    }
+
+    /// Listeners, default gateways and effective uid of a container, from its own `/proc`.
+    pub async fn proc_facts(&self, target: &Target) -> Result<ProcFacts, Attempt> {
+        match self.carrier(target) {
+            Carrier::Here => self.read_proc(target, |pid| ProcPlan { pid }.read()).await,
+            // The carrier joins the task's pid namespace: its init is pid 1 there.
+            _ => self
+                .observe(target, &format!("container {}", target.name), ProcPlan { pid: 1 })
+                .await?
+                .map_err(|e| Attempt::not_ready(format!("cannot read the sockets of {}: {e}", target.name), vec![])),
+        }
     }
 
     /// Reads `/proc/<pid>/...` of a container, making sure the pid still names it after
@@ -129,4 +232,45 @@ impl Deployment {
             }
         }
     }
+}
+
+/// Connects to the manager (`DOCKER_HOST` or the local socket) and to every engine the
+/// suite's `engines:` names, then reads the stack, waiting while it converges (up to the
+/// suite's deadline). `Err((message, scenario_problem))`.
+pub async fn discover_swarm(
+    stack: &str,
+    scenario: &Scenario,
+    engines: &std::collections::BTreeMap<String, String>,
+    deadline: Duration,
+    retry: Duration,
+) -> Result<Deployment, (String, bool)> {
+    let infra = |e: String| (e, false);
+    let engine = Engine::connect().await.map_err(|e| infra(e.to_string()))?;
+    let mut nodes = NodeEngines::new();
+    for (node, url) in engines {
+        let other = Engine::connect_to(url).await.map_err(|e| infra(format!("the engine of node {node}: {e}")))?;
+        nodes.insert(node.clone(), other);
+    }
+    let started = Instant::now();
+    let topology = loop {
+        match Topology::discover_swarm(&engine, &nodes, stack, scenario).await {
+            Ok(t) => break t,
+            Err(TopologyError::Missing { missing, .. }) if started.elapsed() + retry < deadline => {
+                eprintln!(
+                    "waiting: {} ({:.0}s of {:.0}s)",
+                    missing.join(", "),
+                    started.elapsed().as_secs_f64(),
+                    deadline.as_secs_f64()
+                );
+                tokio::time::sleep(retry.max(Duration::from_secs(1))).await;
+            }
+            Err(e @ TopologyError::Mismatch { .. }) => return Err((e.to_string(), true)),
+            Err(e) => return Err(infra(e.to_string())),
+        }
+    };
+    // An unprivileged run stops here, with what to do, instead of at the deadline.
+    if let Some(target) = topology.services.values().flatten().find(|t| t.pid != 0) {
+        crate::netns::run_in_netns_async(target.pid, |_| async {}).await.map_err(|e| infra(e.to_string()))?;
+    }
+    Ok(Deployment::swarm(stack, engine, nodes, scenario.clone(), topology))
 }

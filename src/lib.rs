@@ -2,6 +2,7 @@
 //!
 //! scenario + suite ([`config`]) → planned checks ([`checks`]) → [`runner`] → results
 //! ([`model`]) → reporters ([`report`]).
+pub mod agent;
 pub mod app;
 pub mod checks;
 pub mod cli;
@@ -13,6 +14,7 @@ pub mod engine;
 pub mod exit;
 pub mod explain;
 pub mod fsutil;
+pub mod history;
 pub mod matrix;
 pub mod mcp;
 pub mod model;

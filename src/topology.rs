@@ -23,7 +23,12 @@ pub struct Topology {
     pub outsiders: BTreeMap<String, Target>,
     /// container id → facts, for sidecar containers.
     pub hardening: BTreeMap<String, HardeningFacts>,
+    /// Swarm mode: the stack's services, nodes and gwbridges.
+    pub swarm: Option<swarm::SwarmView>,
 }
+
+pub mod swarm;
+pub use swarm::SwarmView;
 
 /// Whose address an address is, on which network.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +69,20 @@ impl Topology {
         scenario: &Scenario,
         all: Vec<Target>,
     ) -> Result<Topology, TopologyError> {
-        let known_services: BTreeSet<String> = all.iter().map(|t| t.service.clone()).collect();
+        Self::assemble_known(engine, project, scenario, all, BTreeSet::new()).await
+    }
+
+    /// [`Topology::assemble`], with services known to exist beyond those with a container
+    /// (a swarm service scaled to 0).
+    pub async fn assemble_known(
+        engine: &Engine,
+        project: &str,
+        scenario: &Scenario,
+        all: Vec<Target>,
+        known: BTreeSet<String>,
+    ) -> Result<Topology, TopologyError> {
+        let mut known_services: BTreeSet<String> = all.iter().map(|t| t.service.clone()).collect();
+        known_services.extend(known);
         let mut services: BTreeMap<String, Vec<Target>> = BTreeMap::new();
         for target in all.into_iter().filter(|t| t.running) {
             services.entry(target.service.clone()).or_default().push(target);
@@ -97,7 +115,8 @@ impl Topology {
         topology.read_networks(engine, scenario).await?;
         topology.check_declared_networks(scenario)?;
         for provider in scenario.providers.iter().filter(|p| p.sidecar_networks.is_some()) {
-            for target in topology.services.get(&provider.service).into_iter().flatten() {
+            // A task on another node is inspected through its own node's engine (swarm).
+            for target in topology.services.get(&provider.service).into_iter().flatten().filter(|t| t.pid != 0) {
                 topology.hardening.insert(target.id.clone(), engine.hardening(&target.id).await?);
             }
         }

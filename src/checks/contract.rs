@@ -2,16 +2,19 @@
 //! replica of the provider.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use futures_util::future::{BoxFuture, join_all};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::session::{SessionPlan, SessionRun, judge_runs, run_session};
-use super::{contract_vantages, refusal, run_everywhere};
+use super::session::{SessionPlan, SessionRun, SessionsPlan, judge_runs, run_session};
+use super::{contract_vantages, observe_everywhere, refusal};
 use crate::config::{Expectation, Family, Provider, Scenario};
 use crate::mcp::{Era, EraChoice, Tool, ToolResult, schema_hash};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
+use crate::netns::NsView;
 use crate::runner::{Check, Probe, RunContext, named};
 use crate::text::name_list;
 
@@ -35,10 +38,30 @@ struct ToolsCheck {
 
 /// One replica's listings: in the era the server offers first, and — when that was
 /// 2026-07-28 — again through the `initialize` handshake older clients use.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ToolsObservation {
     pub first: SessionRun,
     pub handshake: Option<SessionRun>,
+}
+
+/// A listing at every replica (each a session plan with `list`).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ToolsPlan {
+    pub sessions: Vec<SessionPlan>,
+}
+
+impl ToolsPlan {
+    pub async fn observe(self, _view: Rc<NsView>) -> Vec<ToolsObservation> {
+        join_all(self.sessions.into_iter().map(|plan| async move {
+            let first = run_session(plan.clone()).await;
+            let handshake = match first.era {
+                Some(Era::Stateless2026) => Some(run_session(SessionPlan { era: EraChoice::Handshake, ..plan }).await),
+                _ => None,
+            };
+            ToolsObservation { first, handshake }
+        }))
+        .await
+    }
 }
 
 impl Probe for ToolsCheck {
@@ -51,29 +74,19 @@ impl Probe for ToolsCheck {
             };
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
-            let observed = run_everywhere(ctx, &vantages, move |endpoints| {
-                let (secret, limits) = (secret.clone(), limits.clone());
-                join_all(endpoints.into_iter().map(move |(replica, endpoint)| {
-                    let plan = SessionPlan {
-                        replica,
-                        endpoint,
+            let observed = observe_everywhere(ctx, &vantages, |endpoints| ToolsPlan {
+                sessions: endpoints
+                    .iter()
+                    .map(|(replica, endpoint)| SessionPlan {
+                        replica: replica.clone(),
+                        endpoint: endpoint.clone(),
                         secret: secret.clone(),
                         limits: limits.clone(),
                         era: EraChoice::Auto,
                         list: true,
                         read: None,
-                    };
-                    async move {
-                        let first = run_session(plan.clone()).await;
-                        let handshake = match first.era {
-                            Some(Era::Stateless2026) => {
-                                Some(run_session(SessionPlan { era: EraChoice::Handshake, ..plan }).await)
-                            }
-                            _ => None,
-                        };
-                        ToolsObservation { first, handshake }
-                    }
-                }))
+                    })
+                    .collect(),
             })
             .await;
             match observed {
@@ -227,20 +240,19 @@ impl Probe for ReadCheck {
             };
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
-            let spec = read.clone();
-            let observed = run_everywhere(ctx, &vantages, move |endpoints| {
-                let (secret, limits, spec) = (secret.clone(), limits.clone(), spec.clone());
-                join_all(endpoints.into_iter().map(move |(replica, endpoint)| {
-                    run_session(SessionPlan {
-                        replica,
-                        endpoint,
+            let observed = observe_everywhere(ctx, &vantages, |endpoints| SessionsPlan {
+                sessions: endpoints
+                    .iter()
+                    .map(|(replica, endpoint)| SessionPlan {
+                        replica: replica.clone(),
+                        endpoint: endpoint.clone(),
                         secret: secret.clone(),
                         limits: limits.clone(),
                         era: EraChoice::Auto,
                         list: false,
-                        read: Some(spec.clone()),
+                        read: Some(read.clone()),
                     })
-                }))
+                    .collect(),
             })
             .await;
             match observed {

@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use futures_util::future::{BoxFuture, join_all};
@@ -84,6 +85,13 @@ impl Probe for DisabledCheck {
                 .running(&provider.service)
                 .iter()
                 .flat_map(|t| t.addresses().into_iter().map(move |a| (a, t.name.clone())))
+                .chain(
+                    // A swarm service scaled to 0 keeps its virtual IPs: nothing may answer there.
+                    topology
+                        .vips_of(&provider.service)
+                        .into_iter()
+                        .map(|(a, n)| (a, format!("the VIP of `{}` on {n}", provider.service))),
+                )
                 .collect();
             let mut evidence = vec![match leftovers.is_empty() {
                 true => format!("no running container of service `{}`", provider.service),
@@ -103,27 +111,33 @@ impl Probe for DisabledCheck {
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
             let looks = join_all(positions.into_iter().map(|pos| {
-                let provider = provider.clone();
-                let leftovers: Vec<IpAddr> = leftovers.iter().map(|(a, _)| *a).collect();
-                let secret = secret.clone();
-                let limits = limits.clone();
+                let plan = LookPlan {
+                    resolve: pos.resolve,
+                    label: pos.label.clone(),
+                    doors: pos.doors,
+                    provider: provider.clone(),
+                    leftovers: leftovers.iter().map(|(a, _)| *a).collect(),
+                    secret: secret.clone(),
+                    limits: limits.clone(),
+                };
                 let deployment = deployment.clone();
                 async move {
-                    let label = pos.label.clone();
-                    let target = pos.target.clone();
-                    deployment
-                        .run_in(&target, &label, move |view| async move {
-                            look(&view, pos.resolve, &pos.label, pos.doors, &provider, &leftovers, secret, limits).await
-                        })
-                        .await
-                        .and_then(|r| r)
+                    let how = deployment.probed_by(&pos.target, &pos.label);
+                    match deployment.observe(&pos.target, &pos.label, plan).await {
+                        Ok(Ok(look)) => Ok((look, how)),
+                        Ok(Err(reason)) => Err(Attempt::not_ready(reason, vec![])),
+                        Err(attempt) => Err(attempt),
+                    }
                 }
             }))
             .await;
             let mut seen = Vec::new();
             for l in looks {
                 match l {
-                    Ok(look) => seen.push(look),
+                    Ok((look, how)) => {
+                        evidence.push(how);
+                        seen.push(look)
+                    }
                     Err(attempt) => return attempt,
                 }
             }
@@ -217,6 +231,30 @@ fn doors_on(
     doors.sort_by_key(|d| d.addr);
     doors.dedup();
     doors
+}
+
+/// What one position does: resolve the name (clients), knock on every resolved or
+/// leftover address, and present the disabled credential at every listener of its networks.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct LookPlan {
+    pub resolve: bool,
+    pub label: String,
+    pub doors: Vec<Door>,
+    #[serde(with = "super::wire::provider")]
+    pub provider: Provider,
+    pub leftovers: Vec<IpAddr>,
+    #[serde(with = "super::wire::secret")]
+    pub secret: Secret,
+    #[serde(with = "super::wire::LimitsDef")]
+    pub limits: Limits,
+}
+
+impl LookPlan {
+    pub async fn observe(self, view: Rc<crate::netns::NsView>) -> Result<Look, String> {
+        look(&view, self.resolve, &self.label, self.doors, &self.provider, &self.leftovers, self.secret, self.limits)
+            .await
+            .map_err(super::plan::reason)
+    }
 }
 
 /// Runs in one position's namespace.

@@ -4,16 +4,20 @@
 pub mod contract;
 pub mod disabled;
 pub mod name;
+pub mod name_tries;
 pub mod openwebui;
+pub mod plan;
 pub mod reach;
 pub mod refusal;
 pub mod route;
 pub mod session;
 pub mod sidecar;
+pub mod wire;
 
-use std::future::Future;
+#[cfg(test)]
+mod swarm_tests;
+
 use std::net::{IpAddr, SocketAddr};
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,9 +25,10 @@ use crate::config::{Family, Mode, Provider, Scenario, Suite};
 use crate::engine::Target;
 use crate::mcp::{Endpoint, McpError};
 use crate::model::{Attempt, CheckName};
-use crate::netns::{NsView, Place};
+use crate::netns::Place;
 use crate::runner::{Check, RunContext, Skipped, named};
 use crate::topology::Topology;
+use plan::Plan;
 
 /// Every check the suite's families ask for, in a stable order.
 pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
@@ -110,6 +115,9 @@ pub fn pinned(provider: &Provider, addr: IpAddr) -> Endpoint {
 pub struct Vantage {
     pub place: Place,
     pub target: Option<Target>,
+    /// e.g. `client webui`.
+    pub position: String,
+    /// The position, its container and how it is entered, for evidence.
     pub label: String,
     /// (replica label, endpoint pinned to it)
     pub endpoints: Vec<(String, Endpoint)>,
@@ -126,7 +134,7 @@ pub fn contract_vantages(ctx: &RunContext, provider: &Provider) -> Result<Vec<Va
     let candidates = positions(ctx, &topology, provider);
     let vantages: Vec<Vantage> = cover(&topology, &provider.service, &candidates)
         .into_iter()
-        .map(|(i, replicas)| vantage_at(provider, &candidates[i].0, &candidates[i].1, &replicas))
+        .map(|(i, replicas)| vantage_at(deployment, provider, &candidates[i].0, &candidates[i].1, &replicas))
         .collect();
     if vantages.is_empty() { Err(no_position(provider)) } else { Ok(vantages) }
 }
@@ -164,15 +172,23 @@ fn host_vantage(provider: &Provider) -> Vantage {
     Vantage {
         place: Place::Host,
         target: None,
+        position: "cordon".into(),
         label: Place::Host.label(),
         endpoints: vec![(provider.url.to_string(), endpoint)],
     }
 }
 
-fn vantage_at(provider: &Provider, target: &Target, label: &str, replicas: &[Replica]) -> Vantage {
+fn vantage_at(
+    deployment: &crate::deployment::Deployment,
+    provider: &Provider,
+    target: &Target,
+    label: &str,
+    replicas: &[Replica],
+) -> Vantage {
     Vantage {
         place: crate::deployment::Deployment::place(target, label),
-        label: format!("{label} ({})", target.name),
+        position: label.to_string(),
+        label: deployment.probed_by(target, label).trim_start_matches("probed from ").to_string(),
         target: Some(target.clone()),
         endpoints: replicas.iter().map(|r| (r.label(), pinned(provider, r.addr))).collect(),
     }
@@ -185,45 +201,43 @@ fn no_position(provider: &Provider) -> Attempt {
     )
 }
 
-/// Runs `job` at the vantage point: in the position's namespace, or in cordon's own.
-pub async fn run_at<F, Fut, T>(ctx: &RunContext, vantage: &Vantage, job: F) -> Result<T, Attempt>
-where
-    F: FnOnce(Rc<NsView>) -> Fut + Send + 'static,
-    Fut: Future<Output = T> + 'static,
-    T: Send + 'static,
-{
+/// Runs `plan` at the vantage point: in the position's namespace (wherever its node is),
+/// or in cordon's own.
+pub async fn observe_at<P: Plan>(ctx: &RunContext, vantage: &Vantage, plan: P) -> Result<P::Observation, Attempt> {
     match (&ctx.deployment, &vantage.target) {
-        (Some(deployment), Some(target)) => {
-            let label = vantage.label.split(" (").next().unwrap_or(&vantage.label).to_string();
-            deployment.run_in(target, &label, job).await
+        (Some(deployment), Some(target)) => deployment.observe(target, &vantage.position, plan).await,
+        _ => {
+            let observed = ctx
+                .pool
+                .run(&vantage.place, move |view| plan.wrap().observe(view))
+                .await
+                .map_err(|e| Attempt::not_ready(format!("cannot probe from {}: {e}", vantage.label), vec![]))?;
+            P::unwrap(observed)
+                .ok_or_else(|| Attempt::not_ready("the probe answered with another kind of observation", vec![]))
         }
-        _ => ctx
-            .pool
-            .run(&vantage.place, job)
-            .await
-            .map_err(|e| Attempt::not_ready(format!("cannot probe from {}: {e}", vantage.label), vec![])),
     }
 }
 
-/// Runs `job` on each vantage's endpoints in that vantage's namespace, one vantage after
-/// the other; every result in order, and where they were probed from.
-pub async fn run_everywhere<F, Fut, T>(
+/// Puts `line` first in the attempt's evidence.
+pub fn push_evidence(attempt: &mut Attempt, line: String) {
+    if let Attempt::Pass { evidence } | Attempt::Fail { evidence, .. } | Attempt::NotReady { evidence, .. } = attempt {
+        evidence.insert(0, line);
+    }
+}
+
+/// Runs the plan `plan_for` makes of each vantage's endpoints, in that vantage's
+/// namespace (or through a carrier on its node), every vantage at once so their waits
+/// overlap; every observation in order, and where they were probed from.
+pub async fn observe_everywhere<P, T>(
     ctx: &RunContext,
     vantages: &[Vantage],
-    job: F,
+    plan_for: impl Fn(&[(String, Endpoint)]) -> P,
 ) -> Result<(Vec<T>, String), Attempt>
 where
-    F: Fn(Vec<(String, Endpoint)>) -> Fut + Clone + Send + 'static,
-    Fut: Future<Output = Vec<T>> + 'static,
-    T: Send + 'static,
+    P: Plan<Observation = Vec<T>>,
 {
-    // Every position probes at once: their waits overlap.
-    let runs = futures_util::future::join_all(vantages.iter().map(|vantage| {
-        let endpoints = vantage.endpoints.clone();
-        let job = job.clone();
-        run_at(ctx, vantage, move |_view| job(endpoints))
-    }))
-    .await;
+    let runs =
+        futures_util::future::join_all(vantages.iter().map(|v| observe_at(ctx, v, plan_for(&v.endpoints)))).await;
     let mut all = Vec::new();
     for run in runs {
         all.extend(run?);

@@ -119,12 +119,23 @@ pub fn roles(
         .addrs
         .iter()
         .map(|addr| {
-            let owned = providers.iter().find_map(|t| {
-                t.attachments
-                    .iter()
-                    .find(|a| a.ipv4.map(IpAddr::V4) == Some(*addr) || a.ipv6.map(IpAddr::V6) == Some(*addr))
-                    .map(|a| (t.name.clone(), a.network.clone()))
-            });
+            let owned = providers
+                .iter()
+                .find_map(|t| {
+                    t.attachments
+                        .iter()
+                        .find(|a| a.ipv4.map(IpAddr::V4) == Some(*addr) || a.ipv6.map(IpAddr::V6) == Some(*addr))
+                        .map(|a| (t.name.clone(), a.network.clone()))
+                })
+                // Swarm (vip mode): the service's virtual IP on a network stands for every replica.
+                .or_else(|| {
+                    let service = &providers.first()?.service;
+                    topology
+                        .vip_networks_of(service)
+                        .into_iter()
+                        .find(|(a, _)| a == addr)
+                        .map(|(_, n)| (format!("the VIP of service {service}"), n))
+                });
             let role = match owned {
                 Some((container, network)) if shares(&network) => {
                     Role::Provider { container, network: topology.network_key(&network).to_string() }

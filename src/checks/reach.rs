@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,12 +22,17 @@ use serde::{Deserialize, Serialize};
 
 use super::route::listeners_of;
 use super::{client_target, tcp_connect};
-use crate::config::{Family, Provider, Scenario};
+use crate::config::{Family, Mode, Provider, Scenario};
 use crate::engine::Target;
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
-use crate::netns::procfs::{self, Listener};
+use crate::netns::NsView;
+use crate::netns::procfs::Listener;
 use crate::runner::{Check, Probe, RunContext, TRANSIENT_MARK, named};
+
+mod answer;
 use crate::topology::Topology;
+pub use answer::{Answer, AskWho, answer_of, who_answers};
+use answer::{answered_by_container, references};
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
@@ -63,6 +69,20 @@ pub enum Via {
     Direct,
     /// A port the engine publishes on the host, through a gateway of the client.
     Published { container_port: String },
+    /// A swarm service's virtual IP on one network (vip endpoint mode).
+    Vip,
+}
+
+impl Door {
+    /// The port the container itself listens on behind this door.
+    pub fn container_port(&self) -> u16 {
+        match &self.via {
+            Via::Published { container_port } => {
+                container_port.split('/').next().and_then(|p| p.parse().ok()).unwrap_or(self.addr.port())
+            }
+            Via::Direct | Via::Vip => self.addr.port(),
+        }
+    }
 }
 
 /// One address and port to try, and whose it is.
@@ -85,6 +105,9 @@ impl std::fmt::Display for Door {
                     self.addr, self.container, self.network
                 )
             }
+            Via::Vip => {
+                write!(f, "{} (the virtual IP of service {} on network {})", self.addr, self.container, self.network)
+            }
         }
     }
 }
@@ -95,6 +118,9 @@ pub struct Knock {
     pub door: Door,
     pub first: Result<(), String>,
     pub repeats: Vec<Result<(), String>>,
+    /// What answered an HTTP request on the opened connection (swarm: who answers).
+    #[serde(default)]
+    pub answer: Option<Answer>,
 }
 
 /// What the plan knows before anything is tried.
@@ -105,6 +131,10 @@ pub struct Surface {
     pub not_listening: Vec<(String, u16)>,
     /// Loopback-only listeners, for evidence.
     pub loopback_only: Vec<String>,
+    /// Swarm: a connect proves nothing (a packet to an overlay the client is not on may
+    /// leave the node and be answered upstream); a door counts only when it answers as
+    /// the container behind it answers from its own namespace: (container, port) → answer.
+    pub references: Option<BTreeMap<(String, u16), Answer>>,
 }
 
 /// Every door of `targets`: each address on each network × every port a container
@@ -166,18 +196,40 @@ pub fn surface(
     s
 }
 
+/// What the client does: knock on every door; in swarm also ask who answers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KnockPlan {
+    pub doors: Vec<Door>,
+    pub timeout: Duration,
+    /// Send one HTTP request on every connection that opened, and record the answer.
+    pub ask: Option<AskWho>,
+}
+
+impl KnockPlan {
+    pub async fn observe(self, _view: Rc<NsView>) -> Vec<Knock> {
+        knock_all(self.doors, self.timeout, self.ask).await
+    }
+}
+
 /// Connects to every door at once; repeats each success twice.
-pub async fn knock_all(doors: Vec<Door>, timeout: Duration) -> Vec<Knock> {
-    join_all(doors.into_iter().map(|door| async move {
-        let first = tcp_connect(door.addr, timeout).await;
-        let mut repeats = Vec::new();
-        if first.is_ok() {
-            for pause in [100u64, 300] {
-                tokio::time::sleep(Duration::from_millis(pause)).await;
-                repeats.push(tcp_connect(door.addr, timeout).await);
+pub async fn knock_all(doors: Vec<Door>, timeout: Duration, ask: Option<AskWho>) -> Vec<Knock> {
+    join_all(doors.into_iter().map(|door| {
+        let ask = ask.clone();
+        async move {
+            let first = tcp_connect(door.addr, timeout).await;
+            let mut repeats = Vec::new();
+            let mut answer = None;
+            if first.is_ok() {
+                for pause in [100u64, 300] {
+                    tokio::time::sleep(Duration::from_millis(pause)).await;
+                    repeats.push(tcp_connect(door.addr, timeout).await);
+                }
+                if let Some(ask) = &ask {
+                    answer = Some(who_answers(door.addr, ask, timeout).await);
+                }
             }
+            Knock { door, first, repeats, answer }
         }
-        Knock { door, first, repeats }
     }))
     .await
 }
@@ -201,23 +253,33 @@ impl Probe for ReachCheck {
                 Err(attempt) => return attempt,
             };
             let mut gateways = topology.gateways_of(&client);
-            if let Ok(defaults) =
-                deployment.read_proc(&client, |pid| procfs::default_gateways(pid).map_err(|e| e.to_string())).await
-            {
-                gateways.extend(defaults);
+            if let Ok(facts) = deployment.proc_facts(&client).await {
+                gateways.extend(facts.gateways);
             }
             gateways.sort();
             gateways.dedup();
-            let surface = surface(&topology, &targets, &listening, &declared, &gateways);
+            let mut surface = surface(&topology, &targets, &listening, &declared, &gateways);
+            surface.doors.extend(vip_doors(&topology.vips_of(&service), &service, &surface.doors));
+            let swarm = deployment.mode == Mode::Swarm;
+            let ask = swarm.then(|| AskWho {
+                host: provider.url.host_str().unwrap_or_default().to_string(),
+                path: provider.url.path().to_string(),
+            });
             let timeout = ctx.suite.limits.connect_timeout;
-            let doors = surface.doors.clone();
-            let knocks = match deployment
-                .run_in(&client, &format!("client {}", self.client), move |_| knock_all(doors, timeout))
-                .await
-            {
+            let from = format!("client {}", self.client);
+            let plan = KnockPlan { doors: surface.doors.clone(), timeout, ask: ask.clone() };
+            let knocks = match deployment.observe(&client, &from, plan).await {
                 Ok(k) => k,
                 Err(attempt) => return attempt,
             };
+            if let Some(ask) = ask.filter(|_| knocks.iter().any(|k| k.first.is_ok())) {
+                match references(&deployment, &targets, &surface.doors, &ask, timeout).await {
+                    Ok(refs) => surface.references = Some(refs),
+                    Err(attempt) => return attempt,
+                }
+            } else if swarm {
+                surface.references = Some(BTreeMap::new());
+            }
             let what = if self.app {
                 format!("the app behind `{}` ({service})", provider.id)
             } else {
@@ -228,9 +290,29 @@ impl Probe for ReachCheck {
             } else {
                 format!("client {} is not admitted to `{}` but", self.client, provider.id)
             };
-            judge(&surface, &knocks, &who, &what)
+            let mut attempt = judge(&surface, &knocks, &who, &what);
+            super::push_evidence(&mut attempt, deployment.probed_by(&client, &from));
+            attempt
         })
     }
+}
+
+/// Every virtual IP of the service on every network, on every port a door of the
+/// service has.
+pub fn vip_doors(vips: &[(IpAddr, String)], service: &str, doors: &[Door]) -> Vec<Door> {
+    let ports: BTreeSet<u16> = doors.iter().filter(|d| d.via == Via::Direct).map(|d| d.addr.port()).collect();
+    let mut out = Vec::new();
+    for (addr, network) in vips {
+        for port in &ports {
+            out.push(Door {
+                addr: SocketAddr::new(*addr, *port),
+                container: service.to_string(),
+                network: network.clone(),
+                via: Via::Vip,
+            });
+        }
+    }
+    out
 }
 
 /// The service a reach check probes, and the ports it declares.
@@ -247,10 +329,12 @@ fn doors_of(provider: &Provider, app: bool) -> (String, Vec<u16>) {
 }
 
 /// Pure: a reproducible connect to any door fails; a declared port nobody listens on yet
-/// is not ready; a success that did not repeat is transient.
+/// is not ready; a success that did not repeat is transient. With references (swarm),
+/// a connect counts only when its answer is the container's own.
 pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Attempt {
     let mut evidence: Vec<String> = surface.loopback_only.clone();
     let mut findings = Vec::new();
+    let mut unknown = Vec::new();
     for k in knocks {
         match &k.first {
             Err(e) => evidence.push(format!("{}: {e}", k.door)),
@@ -261,8 +345,25 @@ pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Atte
                     k.repeats.len(),
                     k.repeats.len()
                 ));
+                if let Some(refs) = &surface.references {
+                    match answered_by_container(refs, k) {
+                        Some(Ok(line)) => evidence.push(line),
+                        Some(Err(line)) => {
+                            evidence.push(line);
+                            continue;
+                        }
+                        None => {
+                            unknown.push(format!(
+                                "{}: connected, but {} gave no answer of its own to compare with",
+                                k.door, k.door.container
+                            ));
+                            continue;
+                        }
+                    }
+                }
                 let (kind, how) = match &k.door.via {
                     Via::Direct => (FindingKind::LateralReach, "lateral reach through a shared network"),
+                    Via::Vip => (FindingKind::LateralReach, "lateral reach through the service's virtual IP"),
                     Via::Published { .. } => {
                         (FindingKind::PublishedPortReach, "reach through a port published on the host")
                     }
@@ -294,6 +395,9 @@ pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Atte
             format!("not listening yet, so a refused connect proves nothing: {}", waiting.join(", ")),
             evidence,
         );
+    }
+    if !unknown.is_empty() {
+        return Attempt::not_ready(unknown.join("; "), evidence);
     }
     if surface.doors.is_empty() {
         return Attempt::not_ready(format!("{what} has no address and port to probe"), evidence);
@@ -363,7 +467,8 @@ mod tests {
     fn a_declared_port_nobody_listens_on_is_not_ready() {
         let targets = [target("native_1", "10.0.1.5", vec![])];
         let s = surface(&topo(), &targets, &listens(&[("native_1", &[])]), &[8000], &[]);
-        let knocks = vec![Knock { door: s.doors[0].clone(), first: Err("refused".into()), repeats: vec![] }];
+        let knocks =
+            vec![Knock { door: s.doors[0].clone(), first: Err("refused".into()), repeats: vec![], answer: None }];
         assert!(matches!(judge(&s, &knocks, "c", "`native`"), Attempt::NotReady { .. }));
     }
 
@@ -372,6 +477,7 @@ mod tests {
             door: Door { addr: addr.parse().unwrap(), container: "native_2".into(), network: "postgres".into(), via },
             first,
             repeats,
+            answer: None,
         }
     }
 

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::session::ErrorSeen;
-use super::{contract_vantages, run_everywhere};
+use super::{contract_vantages, observe_everywhere};
 use crate::config::{Provider, Refusal};
 use crate::mcp::{Ask, Endpoint, EntryPoint, Era, Exchange, Limits, McpClient, Transport};
 use crate::model::{Attempt, Finding, FindingKind};
@@ -47,10 +47,36 @@ pub struct RefusalCheck {
 }
 
 /// One bearer presented, and how evidence names it.
-#[derive(Clone)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct Presented {
     pub label: String,
+    #[serde(with = "super::wire::opt_secret")]
     pub secret: Option<Secret>,
+}
+
+/// What the vantage point does: at every replica, a valid session, the valid bearer's
+/// control answers, and every presented bearer at every entry point.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct RefusalPlan {
+    /// (replica label, endpoint pinned to it)
+    pub endpoints: Vec<(String, Endpoint)>,
+    #[serde(with = "super::wire::provider")]
+    pub provider: Provider,
+    #[serde(with = "super::wire::secret")]
+    pub valid: Secret,
+    pub presented: Vec<Presented>,
+    #[serde(with = "super::wire::LimitsDef")]
+    pub limits: Limits,
+}
+
+impl RefusalPlan {
+    pub async fn observe(self, _view: std::rc::Rc<crate::netns::NsView>) -> Vec<ReplicaRefusal> {
+        let RefusalPlan { endpoints, provider, valid, presented, limits } = self;
+        join_all(endpoints.into_iter().map(|(replica, endpoint)| {
+            observe_replica(replica, endpoint, &provider, valid.clone(), presented.clone(), limits.clone())
+        }))
+        .await
+    }
 }
 
 /// One request and what came of it.
@@ -113,17 +139,12 @@ impl Probe for RefusalCheck {
                 Ok(v) => v,
                 Err(attempt) => return attempt,
             };
-            let valid = ctx.scenario.secret(&provider.credential).clone();
-            let limits = ctx.suite.limits.clone();
-            let p = provider.clone();
-            let observed = run_everywhere(ctx, &vantages, move |endpoints| {
-                let (p, valid, presented, limits) = (p.clone(), valid.clone(), presented.clone(), limits.clone());
-                async move {
-                    join_all(endpoints.into_iter().map(|(replica, endpoint)| {
-                        observe_replica(replica, endpoint, &p, valid.clone(), presented.clone(), limits.clone())
-                    }))
-                    .await
-                }
+            let observed = observe_everywhere(ctx, &vantages, |endpoints| RefusalPlan {
+                endpoints: endpoints.to_vec(),
+                provider: provider.clone(),
+                valid: ctx.scenario.secret(&provider.credential).clone(),
+                presented: presented.clone(),
+                limits: ctx.suite.limits.clone(),
             })
             .await;
             let (observations, from) = match observed {

@@ -5,17 +5,20 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
 use super::name::{self, NameSeen};
-use super::{client_target, tcp_connect};
+use super::{client_target, push_evidence, tcp_connect};
 use crate::config::{Family, Scenario};
 use crate::deployment::Deployment;
 use crate::engine::Target;
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
+use crate::netns::NsView;
 use crate::netns::procfs::Listener;
 use crate::runner::{Check, Probe, RunContext, named};
 
@@ -55,6 +58,24 @@ pub async fn listeners_of(
     targets.iter().zip(reads).map(|(t, read)| Ok((t.name.clone(), read?))).collect()
 }
 
+/// What the client does: resolve the name, connect to every answer outside W.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RoutePlan {
+    pub host: String,
+    pub port: u16,
+    pub timeout: Duration,
+}
+
+impl RoutePlan {
+    pub async fn observe(self, view: Rc<NsView>) -> Result<RouteObservation, String> {
+        let name = name::observe(&view, &self.host).await.map_err(super::plan::reason)?;
+        let port = self.port;
+        let targets: Vec<SocketAddr> = name.routed().into_iter().map(|a| SocketAddr::new(a, port)).collect();
+        let outcomes = join_all(targets.iter().map(|a| tcp_connect(*a, self.timeout))).await;
+        Ok(RouteObservation { name, port, connects: targets.into_iter().zip(outcomes).collect() })
+    }
+}
+
 impl Probe for RouteCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
@@ -69,28 +90,21 @@ impl Probe for RouteCheck {
                 Ok(l) => l,
                 Err(attempt) => return attempt,
             };
-            let host = provider.url.host_str().unwrap_or_default().to_string();
-            let port = provider.url.port_or_known_default().unwrap_or(80);
-            let timeout = ctx.suite.limits.connect_timeout;
-            let observed = deployment
-                .run_in(&client, &format!("client {}", self.client), move |view| async move {
-                    let name = name::observe(&view, &host).await?;
-                    let targets: Vec<SocketAddr> =
-                        name.routed().into_iter().map(|a| SocketAddr::new(a, port)).collect();
-                    let outcomes = join_all(targets.iter().map(|a| tcp_connect(*a, timeout))).await;
-                    Ok::<_, Attempt>(RouteObservation {
-                        name,
-                        port,
-                        connects: targets.into_iter().zip(outcomes).collect(),
-                    })
-                })
-                .await;
-            let observation = match observed {
+            let plan = RoutePlan {
+                host: provider.url.host_str().unwrap_or_default().to_string(),
+                port: provider.url.port_or_known_default().unwrap_or(80),
+                timeout: ctx.suite.limits.connect_timeout,
+            };
+            let from = format!("client {}", self.client);
+            let observation = match deployment.observe(&client, &from, plan).await {
                 Ok(Ok(o)) => o,
-                Ok(Err(attempt)) | Err(attempt) => return attempt,
+                Ok(Err(reason)) => return Attempt::not_ready(reason, vec![]),
+                Err(attempt) => return attempt,
             };
             let roles = name::roles(&observation.name, &providers, Some(&client), &topology);
-            judge(&observation, &roles, &listening, &format!("client {}", self.client))
+            let mut attempt = judge(&observation, &roles, &listening, &from);
+            push_evidence(&mut attempt, deployment.probed_by(&client, &from));
+            attempt
         })
     }
 }
@@ -113,9 +127,11 @@ pub fn judge(
     let mut starting = Vec::new();
     for (addr, container, network) in owned {
         let target = SocketAddr::new(addr, o.port);
-        let listens = listening
-            .get(&container)
-            .is_some_and(|ls| ls.iter().any(|l| l.addr.port() == o.port && l.accepts_on(addr)));
+        let listens = match listening.get(&container) {
+            Some(ls) => ls.iter().any(|l| l.addr.port() == o.port && l.accepts_on(addr)),
+            // A virtual IP: it leads to whichever replica listens.
+            None => listening.values().flatten().any(|l| l.addr.port() == o.port && !l.is_loopback()),
+        };
         match o.connects.iter().find(|(a, _)| *a == target).map(|(_, r)| r) {
             Some(Ok(())) => evidence.push(format!("{target} ({container} on {network}) accepted TCP")),
             Some(Err(e)) if listens => {

@@ -3,7 +3,8 @@
 //! the credential that client holds: the handshake succeeds, the tools list is read and
 //! the deterministic read answers as contracted.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use futures_util::future::{BoxFuture, join_all};
@@ -11,10 +12,12 @@ use serde::{Deserialize, Serialize};
 
 use super::contract::judge_read;
 use super::name::{self, NameSeen};
-use super::{client_target, pinned, replicas_from};
-use crate::config::{Family, ReadSpec, Scenario};
+use super::name_tries::{NameTry, judge_name_tries, through_the_name};
+use super::{client_target, replicas_from, wire};
+use crate::config::{Family, Mode, ReadSpec, Scenario};
 use crate::mcp::{Endpoint, Era, EraChoice, Hop, Limits, McpClient, McpError, Tool, ToolResult};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
+use crate::netns::NsView;
 use crate::runner::{Check, Probe, RunContext, named};
 use crate::secret::Secret;
 
@@ -77,15 +80,30 @@ impl SessionRun {
 }
 
 /// What to do in one session.
-#[derive(Clone)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct SessionPlan {
     pub replica: String,
     pub endpoint: Endpoint,
+    #[serde(with = "wire::secret")]
     pub secret: Secret,
+    #[serde(with = "wire::LimitsDef")]
     pub limits: Limits,
     pub era: EraChoice,
     pub list: bool,
+    #[serde(with = "wire::read")]
     pub read: Option<ReadSpec>,
+}
+
+/// Several sessions at once, each at its own replica (contract reads).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct SessionsPlan {
+    pub sessions: Vec<SessionPlan>,
+}
+
+impl SessionsPlan {
+    pub async fn observe(self, _view: Rc<NsView>) -> Vec<SessionRun> {
+        join_all(self.sessions.into_iter().map(run_session)).await
+    }
 }
 
 /// Opens a session, lists tools and/or calls the read tool, and closes it. Runs in the
@@ -168,11 +186,70 @@ struct SessionCheck {
     provider: String,
 }
 
-/// What the client saw: the name, and a session at each address it would use.
+/// Sessions through the name per check in swarm mode: with two replicas and no
+/// affinity, six sessions of three requests each all stay on one replica by chance with
+/// probability (1/4)^6 < 0.03 %.
+pub const NAME_TRIES: usize = 6;
+
+/// What the client saw: the name, a session at each address it would use, and (swarm)
+/// sessions through the name, each request wherever the name sends it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SessionObservation {
     pub name: NameSeen,
     pub runs: Vec<SessionRun>,
+    #[serde(default)]
+    pub name_tries: Vec<NameTry>,
+}
+
+/// What the client does: resolve the name, then a session at every replica it would use.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct SessionCheckPlan {
+    pub host: String,
+    /// (address, label) of every replica the client shares a network with.
+    pub replicas: Vec<(IpAddr, String)>,
+    /// The endpoint as the client uses it (not pinned).
+    pub endpoint: Endpoint,
+    pub port: u16,
+    #[serde(with = "wire::secret")]
+    pub secret: Secret,
+    #[serde(with = "wire::LimitsDef")]
+    pub limits: Limits,
+    #[serde(with = "wire::read")]
+    pub read: Option<ReadSpec>,
+    /// Sessions to open through the name, every request resolving it again.
+    pub name_tries: usize,
+}
+
+impl SessionCheckPlan {
+    pub async fn observe(self, view: Rc<NsView>) -> Result<SessionObservation, String> {
+        let name = name::observe(&view, &self.host).await.map_err(super::plan::reason)?;
+        // The address the client's libc gives first, then every replica. The credential
+        // never goes to an address that is not a replica: a name that leads elsewhere
+        // fails on the name alone.
+        let mut addrs: Vec<(IpAddr, String)> = Vec::new();
+        if let Some(first) = name.answer.first()
+            && let Some((_, label)) = self.replicas.iter().find(|(a, _)| *a == first)
+        {
+            addrs.push((first, format!("{label}, the client's first answer")));
+        }
+        for (a, l) in &self.replicas {
+            if !addrs.iter().any(|(x, _)| x == a) {
+                addrs.push((*a, l.clone()));
+            }
+        }
+        let plans = addrs.into_iter().map(|(addr, replica)| SessionPlan {
+            replica,
+            endpoint: self.endpoint.pinned_to(SocketAddr::new(addr, self.port)),
+            secret: self.secret.clone(),
+            limits: self.limits.clone(),
+            era: EraChoice::Auto,
+            list: true,
+            read: self.read.clone(),
+        });
+        let runs = join_all(plans.map(run_session)).await;
+        let name_tries = join_all((0..self.name_tries).map(|_| through_the_name(&view, &self))).await;
+        Ok(SessionObservation { name, runs, name_tries })
+    }
 }
 
 impl Probe for SessionCheck {
@@ -199,52 +276,47 @@ impl Probe for SessionCheck {
             };
             let replicas: Vec<(IpAddr, String)> =
                 replicas_from(&topology, &provider.service, &target).into_iter().map(|r| (r.addr, r.label())).collect();
-            let secret = ctx.scenario.secret(credential).clone();
-            let limits = ctx.suite.limits.clone();
-            let read = provider.read.clone();
-            let host = provider.url.host_str().unwrap_or_default().to_string();
-            let p = provider.clone();
-            let observed = deployment
-                .run_in(&target, &format!("client {}", client.id), move |view| async move {
-                    let name = name::observe(&view, &host).await?;
-                    // The address the client's libc gives first, then every replica. The
-                    // credential never goes to an address that is not a replica: a name
-                    // that leads elsewhere fails on the name alone.
-                    let mut addrs: Vec<(IpAddr, String)> = Vec::new();
-                    if let Some(first) = name.answer.first()
-                        && let Some((_, label)) = replicas.iter().find(|(a, _)| *a == first)
-                    {
-                        addrs.push((first, format!("{label}, the client's first answer")));
-                    }
-                    for (a, l) in &replicas {
-                        if !addrs.iter().any(|(x, _)| x == a) {
-                            addrs.push((*a, l.clone()));
-                        }
-                    }
-                    let plans = addrs.into_iter().map(|(addr, replica)| SessionPlan {
-                        replica,
-                        endpoint: pinned(&p, addr),
-                        secret: secret.clone(),
-                        limits: limits.clone(),
-                        era: EraChoice::Auto,
-                        list: true,
-                        read: read.clone(),
-                    });
-                    let runs = join_all(plans.map(run_session)).await;
-                    Ok::<_, Attempt>(SessionObservation { name, runs })
-                })
-                .await;
-            let observation = match observed {
+            let swarm = deployment.mode == Mode::Swarm;
+            let plan = SessionCheckPlan {
+                host: provider.url.host_str().unwrap_or_default().to_string(),
+                replicas,
+                endpoint: Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None },
+                port: provider.url.port_or_known_default().unwrap_or(80),
+                secret: ctx.scenario.secret(credential).clone(),
+                limits: ctx.suite.limits.clone(),
+                read: provider.read.clone(),
+                // Swarm balances every connection over the replicas (DNS round robin or
+                // the VIP): a session must survive its requests landing anywhere.
+                name_tries: if swarm && provider.transport == crate::mcp::Transport::StreamableHttp {
+                    NAME_TRIES
+                } else {
+                    0
+                },
+            };
+            let from = format!("client {}", client.id);
+            let observation = match deployment.observe(&target, &from, plan).await {
                 Ok(Ok(o)) => o,
-                Ok(Err(attempt)) | Err(attempt) => return attempt,
+                Ok(Err(reason)) => return Attempt::not_ready(reason, vec![]),
+                Err(attempt) => return attempt,
             };
             let providers = topology.running(&provider.service);
             let roles = name::roles(&observation.name, providers, Some(&target), &topology);
-            let evidence = observation.name.evidence();
-            if let Err(findings) = name::judge(&observation.name, &roles, &format!("client {}", client.id)) {
+            let mut evidence = vec![deployment.probed_by(&target, &from)];
+            evidence.extend(observation.name.evidence());
+            if let Err(findings) = name::judge(&observation.name, &roles, &from) {
                 return Attempt::failed(findings, evidence);
             }
-            judge_runs(&observation.runs, provider.read.as_ref(), evidence)
+            let (findings, lines, waiting) = judge_name_tries(&observation.name_tries);
+            evidence.extend(lines);
+            match judge_runs(&observation.runs, provider.read.as_ref(), evidence) {
+                Attempt::Fail { findings: mut f, evidence } => {
+                    f.extend(findings);
+                    Attempt::failed(f, evidence)
+                }
+                Attempt::Pass { evidence } if !findings.is_empty() => Attempt::failed(findings, evidence),
+                Attempt::Pass { evidence } if !waiting.is_empty() => Attempt::not_ready(waiting.join("; "), evidence),
+                other => other,
+            }
         })
     }
 }

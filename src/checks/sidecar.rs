@@ -5,12 +5,15 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use std::rc::Rc;
+
 use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{Family, Mode, Scenario};
 use crate::engine::{HardeningFacts, NetworkFacts, Target};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
-use crate::netns;
+use crate::netns::{self, NsView};
 use crate::runner::{Check, Probe, RunContext, named};
 use crate::topology::Topology;
 
@@ -26,6 +29,16 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
 
 struct InterfacesCheck {
     provider: String,
+}
+
+/// What the sidecar's namespace holds: its interfaces, as the kernel lists them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InterfacesPlan;
+
+impl InterfacesPlan {
+    pub async fn observe(self, _view: Rc<NsView>) -> Result<Vec<netns::Interface>, String> {
+        netns::interfaces().map_err(|e| e.to_string())
+    }
 }
 
 impl Probe for InterfacesCheck {
@@ -45,11 +58,9 @@ impl Probe for InterfacesCheck {
             let mut findings = Vec::new();
             let mut evidence = Vec::new();
             for target in &targets {
-                let kernel = deployment
-                    .run_in(target, &format!("sidecar {}", provider.service), |_| async {
-                        netns::interfaces().map_err(|e| e.to_string())
-                    })
-                    .await;
+                let from = format!("sidecar {}", provider.service);
+                evidence.push(deployment.probed_by(target, &from));
+                let kernel = deployment.observe(target, &from, InterfacesPlan).await;
                 let lines: Vec<String> = match kernel {
                     Ok(Ok(list)) => list.iter().map(|i| i.to_string()).collect(),
                     Ok(Err(e)) => return Attempt::not_ready(e, evidence),
@@ -96,8 +107,29 @@ pub fn judge_interfaces(
         .collect();
     let declared_facts: Vec<(&String, Option<&NetworkFacts>)> =
         declared.iter().map(|key| (key, topology.declared_network(key))).collect();
-    let gwbridge = topology.networks.get("docker_gwbridge").filter(|_| allow_gwbridge);
+    let gwbridge = topology.gwbridge_of(target).or(topology.networks.get(GWBRIDGE)).filter(|_| allow_gwbridge);
+    if let Some(g) = gwbridge {
+        let listed = g.endpoints.iter().find(|e| e.container_id == target.id).and_then(|e| e.ipv4);
+        evidence.push(match listed {
+            Some(a) => format!("{GWBRIDGE} ({}) lists this task's endpoint at {a}", join_subnets(g)),
+            None => format!("{GWBRIDGE} ({}) lists no endpoint of this task", join_subnets(g)),
+        });
+    }
     let mut problems: Vec<Finding> = Vec::new();
+    // Swarm's plumbing: one interface on docker_gwbridge per task, allowed once, named.
+    let on_gwbridge: Vec<&(String, IpAddr)> =
+        kernel.iter().filter(|(_, a)| gwbridge.is_some_and(|g| g.contains(*a))).collect();
+    for (ifname, addr) in &on_gwbridge {
+        evidence
+            .push(format!("{ifname} {addr} is on {GWBRIDGE}: swarm's platform plumbing, allowed once in swarm mode"));
+    }
+    if on_gwbridge.len() > 1 {
+        let list: Vec<String> = on_gwbridge.iter().map(|(i, a)| format!("{i} {a}")).collect();
+        problems.push(Finding::new(
+            FindingKind::AddressOutsideDeclared,
+            format!("{} interfaces on {GWBRIDGE} ({}): swarm gives a task one", on_gwbridge.len(), list.join(", ")),
+        ));
+    }
     for (ifname, addr) in &kernel {
         let home = declared_facts.iter().find(|(_, f)| f.is_some_and(|f| f.contains(*addr)));
         if home.is_none() && !gwbridge.is_some_and(|g| g.contains(*addr)) {
@@ -105,7 +137,11 @@ pub fn judge_interfaces(
                 .networks
                 .values()
                 .find(|n| n.contains(*addr))
-                .map(|n| format!(" (it is on network {})", topology.network_key(&n.name)))
+                .map(|n| match n.name.as_str() {
+                    INGRESS => " (it is on network ingress: a port published through the routing mesh)".to_string(),
+                    GWBRIDGE => format!(" (it is on network {GWBRIDGE}, allowed in swarm mode only)"),
+                    _ => format!(" (it is on network {})", topology.network_key(&n.name)),
+                })
                 .unwrap_or_default();
             problems.push(
                 Finding::new(
@@ -147,7 +183,7 @@ pub fn judge_interfaces(
     }
     for att in &target.attachments {
         let key = topology.network_key(&att.network);
-        let platform_plumbing = allow_gwbridge && att.network == "docker_gwbridge";
+        let platform_plumbing = allow_gwbridge && att.network == GWBRIDGE;
         if !platform_plumbing && !declared.iter().any(|d| d == key) {
             problems.push(
                 Finding::new(FindingKind::UndeclaredNetwork, format!("attached to undeclared network `{key}`"))
@@ -159,6 +195,15 @@ pub fn judge_interfaces(
     problems.dedup_by(|a, b| a.message == b.message);
     (problems, evidence)
 }
+
+fn join_subnets(n: &NetworkFacts) -> String {
+    n.subnets.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// The bridge swarm attaches every task on a non-internal overlay to.
+pub const GWBRIDGE: &str = "docker_gwbridge";
+/// The routing mesh's network: a task on it publishes a port through the mesh.
+pub const INGRESS: &str = "ingress";
 
 fn is_link_local(addr: &IpAddr) -> bool {
     match addr {
@@ -191,9 +236,14 @@ impl Probe for HardeningCheck {
                 };
                 evidence.push(format!("{}: {}", target.name, serde_json::to_string(facts).unwrap_or_default()));
                 let mut here = hardening_findings(facts);
+                if deployment.mode == Mode::Swarm {
+                    for f in here.iter_mut().filter(|f| f.starts_with("no-new-privileges")) {
+                        f.push_str(" (a swarm service cannot set it: docker stack deploy ignores security_opt and the service API has no such field)");
+                    }
+                }
                 // The configured user can name root without saying "root" ("00", a name
                 // the image maps to uid 0): the kernel's answer settles it.
-                match effective_uid(target.pid) {
+                match deployment.proc_facts(target).await.ok().and_then(|f| f.uid) {
                     Some(0) if !here.iter().any(|f| f.contains("runs as root")) => {
                         here.push("runs as root (its process has effective uid 0)".into());
                     }
@@ -209,13 +259,6 @@ impl Probe for HardeningCheck {
             Attempt::from_findings(findings, evidence)
         })
     }
-}
-
-/// The effective uid of a host process, from `/proc/<pid>/status`.
-fn effective_uid(pid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-    line.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// A bind that hands the engine (or the host's runtime state) to the container: the

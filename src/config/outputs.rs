@@ -13,6 +13,9 @@ pub struct Outputs {
     pub markdown: String,
     /// The self-contained HTML report with the reach matrix.
     pub html: String,
+    /// Also copy every report into `<dir>/history/<UTC time>/`, so one night's report
+    /// is not overwritten by the next.
+    pub timestamped: bool,
     /// Where each key was set (`suite.yaml:14:8`, `--results`), by key (`outputs.dir`);
     /// absent for defaults.
     pub origins: BTreeMap<&'static str, String>,
@@ -26,6 +29,7 @@ impl Default for Outputs {
             json: "report.json".into(),
             markdown: "summary.md".into(),
             html: "report.html".into(),
+            timestamped: false,
             origins: BTreeMap::new(),
         }
     }

@@ -9,7 +9,7 @@ use serde_saphyr::Spanned;
 use super::duration::{HumanDuration, HumanSize};
 use super::error::{ConfigError, ConfigErrors, parse_yaml, read_file};
 use super::outputs::{DIR_KEY, Outputs};
-use super::strict::Whole;
+use super::strict::{Flag, Whole};
 use crate::mcp::Limits;
 
 /// The suites shipped with cordon, built into the binary: a release binary run outside
@@ -62,7 +62,7 @@ impl Family {
         match mode {
             Mode::Host => matches!(self, Family::Contract),
             Mode::Compose => true,
-            Mode::Swarm => false,
+            Mode::Swarm => !matches!(self, Family::Openwebui),
         }
     }
 }
@@ -84,7 +84,10 @@ struct SuiteFile {
     outputs: OutputsFile,
     /// Checks that disrupt the deployment (a container restart) may run.
     #[serde(default)]
-    disruptive: bool,
+    disruptive: Flag,
+    /// Swarm: node (hostname or id) → the engine that serves it (`unix://…`, `tcp://…`).
+    #[serde(default)]
+    engines: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -121,6 +124,8 @@ struct OutputsFile {
     json: Option<Spanned<String>>,
     markdown: Option<Spanned<String>>,
     html: Option<Spanned<String>>,
+    #[serde(default)]
+    timestamped: Flag,
 }
 
 #[derive(Debug, Clone)]
@@ -138,6 +143,8 @@ pub struct Suite {
     /// Checks that disrupt the deployment (restarting a container) may run; otherwise
     /// they are skipped, saying so.
     pub disruptive: bool,
+    /// Swarm: node (hostname or id) → engine URL; tasks there are probed through carriers.
+    pub engines: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone)]
@@ -294,7 +301,8 @@ impl Suite {
             concurrency,
             known_failures,
             outputs,
-            disruptive: raw.disruptive,
+            disruptive: raw.disruptive.0,
+            engines: raw.engines,
         })
     }
 
@@ -316,6 +324,7 @@ impl Suite {
                 *slot = v.value;
             }
         }
+        outputs.timestamped = o.timestamped.0;
         for (key, at) in &locations {
             outputs.origins.insert(key, format!("{}:{}:{}", path.display(), at.line(), at.column()));
         }
@@ -343,6 +352,7 @@ impl Suite {
             known_failures: Vec::new(),
             outputs: Outputs::default(),
             disruptive: false,
+            engines: Default::default(),
         }
     }
 }

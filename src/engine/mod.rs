@@ -9,8 +9,10 @@
 //! Every failure is an [`EngineError`]; all of them are infrastructure errors (exit
 //! code 3), never check failures.
 
+pub mod carrier;
 mod convert;
 mod facts;
+pub mod swarm;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

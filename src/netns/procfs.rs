@@ -12,7 +12,7 @@ pub const RESOLVER_FILE_CAP: u64 = 256 * 1024;
 const PROC_NET_CAP: u64 = 8 * 1024 * 1024;
 
 /// One TCP socket in LISTEN state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Listener {
     pub addr: SocketAddr,
 }
