@@ -87,9 +87,8 @@ impl Deployment {
             Mode::Swarm => Topology::discover_swarm(engine, &self.engines, &self.project, &self.scenario).await,
             Mode::Host => return,
         };
-        match fresh {
-            Ok(t) => *self.topology.write().expect("topology lock") = Arc::new(t),
-            Err(TopologyError::Missing { .. }) | Err(_) => {}
+        if let Ok(t) = fresh {
+            *self.topology.write().expect("topology lock") = Arc::new(t)
         }
         *last = Instant::now();
     }

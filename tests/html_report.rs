@@ -30,13 +30,11 @@ impl Recorder {
         let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = lines.clone();
         std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if let Ok(mut s) = stream {
-                    let mut buf = [0u8; 1024];
-                    let n = s.read(&mut buf).unwrap_or(0);
-                    let first = String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_string();
-                    log.lock().unwrap().push(first);
-                }
+            for mut s in listener.incoming().flatten() {
+                let mut buf = [0u8; 1024];
+                let n = s.read(&mut buf).unwrap_or(0);
+                let first = String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_string();
+                log.lock().unwrap().push(first);
             }
         });
         Recorder { port, lines }

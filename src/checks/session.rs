@@ -162,14 +162,14 @@ pub fn judge_runs(runs: &[SessionRun], read: Option<&ReadSpec>, mut evidence: Ve
             }
             continue;
         }
-        if let (Some(read), Some(result)) = (read, &run.read) {
-            if let Attempt::Fail { findings: f, evidence: e } = judge_read(&read.tool, &read.expect, result, vec![]) {
-                evidence.extend(e.into_iter().map(|l| format!("{}: {l}", run.replica)));
-                findings.extend(f.into_iter().map(|mut f| {
-                    f.message = format!("{}: {}", run.replica, f.message);
-                    f.fact("replica", &run.replica)
-                }));
-            }
+        if let (Some(read), Some(result)) = (read, &run.read)
+            && let Attempt::Fail { findings: f, evidence: e } = judge_read(&read.tool, &read.expect, result, vec![])
+        {
+            evidence.extend(e.into_iter().map(|l| format!("{}: {l}", run.replica)));
+            findings.extend(f.into_iter().map(|mut f| {
+                f.message = format!("{}: {}", run.replica, f.message);
+                f.fact("replica", &run.replica)
+            }));
         }
     }
     if !findings.is_empty() {

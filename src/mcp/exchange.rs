@@ -395,10 +395,8 @@ fn scan_json(v: &Value, names: &BTreeSet<String>, facts: &mut BodyFacts, depth: 
         return;
     }
     match v {
-        Value::String(s) => {
-            if names.contains(s) {
-                facts.names.insert(s.clone());
-            }
+        Value::String(s) if names.contains(s) => {
+            facts.names.insert(s.clone());
         }
         Value::Array(items) => items.iter().for_each(|i| scan_json(i, names, facts, depth + 1)),
         Value::Object(map) => {

@@ -184,7 +184,7 @@ impl Events for LiveEvents {
         state.done += 1;
         state.running = state.running.saturating_sub(1);
         state.waiting.remove(&result.name);
-        let kind_width = console::kind_width(std::slice::from_ref(&redacted)).max(0);
+        let kind_width = console::kind_width(std::slice::from_ref(&redacted));
         let text = console::line(&redacted, console.style, console.name_width, kind_width, &mut state.tally);
         console.print(&mut state, &text);
     }
