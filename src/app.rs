@@ -134,6 +134,16 @@ pub fn execute(request: RunRequest) -> i32 {
     let mode = suite.mode;
     let outputs = suite.outputs.clone();
     runner::prepare_process();
+    let filtered_out = unselected.len();
+    let report_of = move |results| RunReport {
+        scenario: scenario_name.clone(),
+        suite: suite_name.clone(),
+        mode,
+        started_at,
+        duration: started.elapsed(),
+        results,
+        filtered_out,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -192,15 +202,7 @@ pub fn execute(request: RunRequest) -> i32 {
                             .iter()
                             .map(|c| CheckResult::new(c.name(), Verdict::Unreachable, reason.clone()))
                             .collect();
-                        let report = RunReport {
-                            scenario: scenario_name,
-                            suite: suite_name,
-                            mode,
-                            started_at,
-                            duration: started.elapsed(),
-                            results,
-                            filtered_out: unselected.len(),
-                        };
+                        let report = report_of(results);
                         return finish(&tests, &report, &unselected, &outputs, &redactor, None);
                     }
                 }
@@ -215,15 +217,7 @@ pub fn execute(request: RunRequest) -> i32 {
     let results = runtime.block_on(runner::run_checks(selected, ctx, Arc::new(LiveEvents(console.clone()))));
     runtime.shutdown_background();
 
-    let report = RunReport {
-        scenario: scenario_name,
-        suite: suite_name,
-        mode,
-        started_at,
-        duration: started.elapsed(),
-        results,
-        filtered_out: unselected.len(),
-    };
+    let report = report_of(results);
     finish(&tests, &report, &unselected, &outputs, &redactor, Some(&console))
 }
 

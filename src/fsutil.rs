@@ -21,7 +21,8 @@ pub enum ReadError {
     NotText,
 }
 
-fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+/// What a file is, in words, for errors that refuse it.
+pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     if t.is_dir() {
@@ -34,6 +35,8 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
         "block device"
     } else if t.is_socket() {
         "socket"
+    } else if t.is_file() {
+        "regular file"
     } else {
         "special file"
     }

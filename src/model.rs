@@ -183,6 +183,18 @@ impl Attempt {
         if findings.is_empty() { Attempt::Pass { evidence } } else { Attempt::Fail { findings, evidence } }
     }
 
+    /// The verdict of findings and not-ready reasons gathered together: findings fail the
+    /// check, else anything not ready makes it wait, else it passes.
+    pub fn settle(findings: Vec<Finding>, not_ready: Vec<String>, evidence: Vec<String>) -> Self {
+        if !findings.is_empty() {
+            Attempt::Fail { findings, evidence }
+        } else if !not_ready.is_empty() {
+            Attempt::not_ready(not_ready.join("; "), evidence)
+        } else {
+            Attempt::Pass { evidence }
+        }
+    }
+
     pub fn evidence(&self) -> &[String] {
         match self {
             Attempt::Pass { evidence } | Attempt::Fail { evidence, .. } | Attempt::NotReady { evidence, .. } => {

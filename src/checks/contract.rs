@@ -75,18 +75,7 @@ impl Probe for ToolsCheck {
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
             let observed = observe_everywhere(ctx, &vantages, |endpoints| ToolsPlan {
-                sessions: endpoints
-                    .iter()
-                    .map(|(replica, endpoint)| SessionPlan {
-                        replica: replica.clone(),
-                        endpoint: endpoint.clone(),
-                        secret: secret.clone(),
-                        limits: limits.clone(),
-                        era: EraChoice::Auto,
-                        list: true,
-                        read: None,
-                    })
-                    .collect(),
+                sessions: session_plans(endpoints, &secret, &limits, true, None),
             })
             .await;
             match observed {
@@ -97,6 +86,28 @@ impl Probe for ToolsCheck {
             }
         })
     }
+}
+
+/// One session per replica endpoint, with the provider's own credential.
+fn session_plans(
+    endpoints: &[(String, crate::mcp::Endpoint)],
+    secret: &crate::secret::Secret,
+    limits: &crate::mcp::Limits,
+    list: bool,
+    read: Option<&crate::config::ReadSpec>,
+) -> Vec<SessionPlan> {
+    endpoints
+        .iter()
+        .map(|(replica, endpoint)| SessionPlan {
+            replica: replica.clone(),
+            endpoint: endpoint.clone(),
+            secret: secret.clone(),
+            limits: limits.clone(),
+            era: EraChoice::Auto,
+            list,
+            read: read.cloned(),
+        })
+        .collect()
 }
 
 /// Pure: every replica, in every era it speaks, serves exactly the allowlist.
@@ -241,18 +252,7 @@ impl Probe for ReadCheck {
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
             let observed = observe_everywhere(ctx, &vantages, |endpoints| SessionsPlan {
-                sessions: endpoints
-                    .iter()
-                    .map(|(replica, endpoint)| SessionPlan {
-                        replica: replica.clone(),
-                        endpoint: endpoint.clone(),
-                        secret: secret.clone(),
-                        limits: limits.clone(),
-                        era: EraChoice::Auto,
-                        list: false,
-                        read: Some(read.clone()),
-                    })
-                    .collect(),
+                sessions: session_plans(endpoints, &secret, &limits, false, Some(&read)),
             })
             .await;
             match observed {

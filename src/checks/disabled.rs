@@ -245,7 +245,6 @@ pub struct LookPlan {
     pub leftovers: Vec<IpAddr>,
     #[serde(with = "super::wire::secret")]
     pub secret: Secret,
-    #[serde(with = "super::wire::LimitsDef")]
     pub limits: Limits,
 }
 

@@ -65,7 +65,6 @@ pub struct RefusalPlan {
     #[serde(with = "super::wire::secret")]
     pub valid: Secret,
     pub presented: Vec<Presented>,
-    #[serde(with = "super::wire::LimitsDef")]
     pub limits: Limits,
 }
 
@@ -563,13 +562,7 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
     }
     let mut findings = group(findings);
     findings.extend(cannot_judge);
-    if !findings.is_empty() {
-        Attempt::failed(findings, evidence)
-    } else if !not_ready.is_empty() {
-        Attempt::not_ready(not_ready.join("; "), evidence)
-    } else {
-        Attempt::Pass { evidence }
-    }
+    Attempt::settle(findings, not_ready, evidence)
 }
 
 /// One finding per bearer, replica and kind, naming every entry point it covers: the

@@ -86,7 +86,6 @@ pub struct SessionPlan {
     pub endpoint: Endpoint,
     #[serde(with = "wire::secret")]
     pub secret: Secret,
-    #[serde(with = "wire::LimitsDef")]
     pub limits: Limits,
     pub era: EraChoice,
     pub list: bool,
@@ -172,13 +171,7 @@ pub fn judge_runs(runs: &[SessionRun], read: Option<&ReadSpec>, mut evidence: Ve
             }));
         }
     }
-    if !findings.is_empty() {
-        Attempt::failed(findings, evidence)
-    } else if !not_ready.is_empty() {
-        Attempt::not_ready(not_ready.join("; "), evidence)
-    } else {
-        Attempt::Pass { evidence }
-    }
+    Attempt::settle(findings, not_ready, evidence)
 }
 
 struct SessionCheck {
@@ -212,7 +205,6 @@ pub struct SessionCheckPlan {
     pub port: u16,
     #[serde(with = "wire::secret")]
     pub secret: Secret,
-    #[serde(with = "wire::LimitsDef")]
     pub limits: Limits,
     #[serde(with = "wire::read")]
     pub read: Option<ReadSpec>,

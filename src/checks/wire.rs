@@ -5,26 +5,13 @@
 //! its own redactor on arrival, so it is a [`Secret`] again on the other side.
 
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use url::Url;
 
 use crate::config::{AppSpec, Expectation, Provider, ReadSpec, Refusal, ToolsContract};
-use crate::mcp::{Limits, Transport};
+use crate::mcp::Transport;
 use crate::secret::{Redactor, Secret};
-
-#[derive(Serialize, Deserialize)]
-#[serde(remote = "Limits")]
-pub struct LimitsDef {
-    pub connect_timeout: Duration,
-    pub read_timeout: Duration,
-    pub max_response_bytes: u64,
-    pub sse_max_duration: Duration,
-    pub max_pages: usize,
-    pub exchange_timeout: Duration,
-    pub max_tools: usize,
-}
 
 /// The redactor secrets arriving in a plan are registered with (the agent's).
 pub fn arrivals() -> &'static Redactor {
@@ -176,10 +163,10 @@ pub mod read {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::Limits;
 
     #[derive(Serialize, Deserialize)]
     struct Carried {
-        #[serde(with = "LimitsDef")]
         limits: Limits,
         #[serde(with = "secret")]
         secret: Secret,

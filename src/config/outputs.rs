@@ -121,7 +121,9 @@ impl Outputs {
             };
             let problem = problem.or_else(|| match std::fs::metadata(&path) {
                 Ok(meta) if meta.is_dir() => Some("is an existing directory, where a report file goes".to_string()),
-                Ok(meta) if !meta.is_file() => Some(format!("is an existing {}, not a regular file", kind_of(&meta))),
+                Ok(meta) if !meta.is_file() => {
+                    Some(format!("is an existing {}, not a regular file", crate::fsutil::kind_of(&meta)))
+                }
                 _ => None,
             });
             if let Some(problem) = problem {
@@ -159,7 +161,9 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// Creates `dir` if needed and proves a file can be created in it.
 fn prepare_dir(dir: &Path) -> Result<(), String> {
     match std::fs::metadata(dir) {
-        Ok(meta) if !meta.is_dir() => return Err(format!("is an existing {}, not a directory", kind_of(&meta))),
+        Ok(meta) if !meta.is_dir() => {
+            return Err(format!("is an existing {}, not a directory", crate::fsutil::kind_of(&meta)));
+        }
         Ok(_) => {}
         Err(_) => std::fs::create_dir_all(dir).map_err(|e| format!("cannot create the directory: {e}"))?,
     }
@@ -170,26 +174,6 @@ fn prepare_dir(dir: &Path) -> Result<(), String> {
             Ok(())
         }
         Err(e) => Err(format!("is not writable: {e}")),
-    }
-}
-
-fn kind_of(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_dir() {
-        "directory"
-    } else if t.is_fifo() {
-        "FIFO"
-    } else if t.is_char_device() {
-        "character device"
-    } else if t.is_block_device() {
-        "block device"
-    } else if t.is_socket() {
-        "socket"
-    } else if t.is_file() {
-        "regular file"
-    } else {
-        "special file"
     }
 }
 

@@ -161,7 +161,7 @@ pub struct Exchange {
 
 impl Exchange {
     pub fn media_type(&self) -> Option<String> {
-        self.content_type.as_deref().map(|ct| ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        http::media_type(self.content_type.as_deref())
     }
 
     pub fn is_html(&self) -> bool {

@@ -96,7 +96,7 @@ impl Head {
 
     /// The media type without parameters, lowercased.
     pub fn media_type(&self) -> Option<String> {
-        self.content_type.as_deref().map(|ct| ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        media_type(self.content_type.as_deref())
     }
 
     pub fn is_sse(&self) -> bool {
@@ -106,6 +106,11 @@ impl Head {
     pub fn is_json(&self) -> bool {
         self.media_type().is_some_and(|m| m == "application/json" || m.ends_with("+json"))
     }
+}
+
+/// A content type's media type, without parameters, lowercased.
+pub(crate) fn media_type(content_type: Option<&str>) -> Option<String> {
+    content_type.map(|ct| ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
 }
 
 /// Error text with its causes: reqwest's own Display hides why a connect failed.

@@ -36,7 +36,7 @@ pub const HANDSHAKE_PROTOCOL_VERSION: &str = "2025-06-18";
 const CLIENT_NAME: &str = "cordon";
 
 /// Hard limits; every request of a client obeys all of them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     pub connect_timeout: Duration,
     /// Per read: resets whenever bytes arrive, so it bounds stalls, not total time.
