@@ -83,6 +83,10 @@ enum Command {
         /// stack deployed with `docker stack deploy`, and suites/swarm.yaml.
         #[arg(long)]
         swarm: bool,
+        /// Deploy a broken variant of the reference stack (a directory name under
+        /// docker/reference/broken/), to see a run fail.
+        #[arg(long, conflicts_with = "swarm")]
+        variant: Option<String>,
         /// Passed on to `cordon compose` (a filter, --skip, --list …).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         extra: Vec<String>,
@@ -183,8 +187,8 @@ pub fn main() -> i32 {
             };
             app::execute(RunRequest { scenario, suite, redactor, tests, results_dir: results, project })
         }
-        Command::Demo { keep, verbose, swarm, extra } => {
-            crate::demo::run(crate::demo::DemoArgs { keep, verbose, swarm, extra })
+        Command::Demo { keep, verbose, swarm, variant, extra } => {
+            crate::demo::run(crate::demo::DemoArgs { keep, verbose, swarm, variant, extra })
         }
         Command::Explain { check, results } => crate::explain::run(&check, &results),
         Command::Swarm { .. } | Command::Agent => unreachable!("mapped above"),

@@ -28,7 +28,38 @@ pub struct DemoArgs {
     pub keep: bool,
     pub verbose: bool,
     pub swarm: bool,
+    /// A broken variant of the reference stack (`docker/reference/broken/<name>`) to
+    /// deploy instead, to see a failing run.
+    pub variant: Option<String>,
     pub extra: Vec<String>,
+}
+
+/// The compose files and scenario of the stack the demo deploys.
+struct StackFiles {
+    compose: Vec<String>,
+    scenario: String,
+}
+
+fn stack_files(variant: Option<&str>) -> Result<StackFiles, String> {
+    let mut files = StackFiles { compose: vec![COMPOSE_FILE.into()], scenario: "scenarios/reference.yaml".into() };
+    let Some(name) = variant else { return Ok(files) };
+    let dir = Path::new("docker/reference/broken").join(name);
+    if !crate::config::scenario::is_valid_id(name) || !dir.is_dir() {
+        let known: Vec<String> = std::fs::read_dir("docker/reference/broken")
+            .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+            .unwrap_or_default();
+        return Err(format!(
+            "--variant {name}: no such variant in docker/reference/broken (there are: {})",
+            known.join(", ")
+        ));
+    }
+    if dir.join("compose.yaml").exists() {
+        files.compose.push(dir.join("compose.yaml").display().to_string());
+    }
+    if dir.join("scenario.yaml").exists() {
+        files.scenario = dir.join("scenario.yaml").display().to_string();
+    }
+    Ok(files)
 }
 
 pub mod swarm;
@@ -100,6 +131,13 @@ pub fn run(args: DemoArgs) -> i32 {
     if args.swarm {
         return swarm::run(args);
     }
+    let files = match stack_files(args.variant.as_deref()) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
     if !Path::new(COMPOSE_FILE).exists() {
         eprintln!("error: {COMPOSE_FILE} not found: run `cargo run -- demo` from the repository root");
         return exit::USAGE;
@@ -127,11 +165,11 @@ pub fn run(args: DemoArgs) -> i32 {
     }
     let started = Instant::now();
     if !stages.run(
-        compose(&env).args(["up", "-d", "--no-build", "--remove-orphans"]),
+        compose(&files, &env).args(["up", "-d", "--no-build", "--remove-orphans"]),
         "stack up",
         "docker-compose up failed",
     ) {
-        stages.run(compose(&env).args(["down", "-v", "-t", "1"]), "torn down", "docker-compose down failed");
+        stages.run(compose(&files, &env).args(["down", "-v", "-t", "1"]), "torn down", "docker-compose down failed");
         return exit::INFRASTRUCTURE;
     }
     let containers = count_containers();
@@ -142,7 +180,7 @@ pub fn run(args: DemoArgs) -> i32 {
     let suite_started = Instant::now();
     let exe = std::env::current_exe().expect("path of the running cordon binary");
     let suite =
-        ["compose", "--project", PROJECT, "--scenario", "scenarios/reference.yaml", "--suite", "suites/compose.yaml"];
+        ["compose", "--project", PROJECT, "--scenario", files.scenario.as_str(), "--suite", "suites/compose.yaml"];
     let mut child = Command::new(exe);
     child.args(suite).args(&args.extra).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let chose_format =
@@ -181,12 +219,13 @@ pub fn run(args: DemoArgs) -> i32 {
     if args.keep {
         let vars: Vec<String> = env.iter().map(|(k, _)| format!("{k}=x")).collect();
         step(&format!(
-            "keeping the stack; tear it down with: {} docker-compose -p {PROJECT} -f {COMPOSE_FILE} down -v",
-            vars.join(" ")
+            "keeping the stack; tear it down with: {} docker-compose -p {PROJECT} -f {} down -v",
+            vars.join(" "),
+            files.compose.join(" -f ")
         ));
     } else {
         stages.run(
-            compose(&env).args(["down", "-v", "--remove-orphans", "-t", "1"]),
+            compose(&files, &env).args(["down", "-v", "--remove-orphans", "-t", "1"]),
             "torn down",
             "docker-compose down failed",
         );
@@ -215,9 +254,13 @@ fn count_containers() -> usize {
         .unwrap_or(0)
 }
 
-fn compose(env: &[(String, String)]) -> Command {
+fn compose(files: &StackFiles, env: &[(String, String)]) -> Command {
     let mut cmd = Command::new("docker-compose");
-    cmd.args(["-p", PROJECT, "-f", COMPOSE_FILE]).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    cmd.args(["-p", PROJECT]);
+    for f in &files.compose {
+        cmd.args(["-f", f]);
+    }
+    cmd.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     cmd
 }
 

@@ -171,3 +171,38 @@ fn a_paused_provider_ends_the_run_unreachable_by_the_bound() {
     drop(stack);
     assert_nothing_left(&project);
 }
+
+#[test]
+fn a_client_killed_during_a_run_ends_its_checks_unreachable_by_the_bound() {
+    let stack = Stack::up("kill", "10.222", None);
+    let project = stack.project.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "15s");
+    let results = dir.path().join("results");
+    let flowise = container(&stack, "flowise");
+
+    let started = Instant::now();
+    let child = spawn_cordon(&stack, &suite, &results);
+    std::thread::sleep(Duration::from_millis(500));
+    docker(&["kill", &flowise]);
+    let out = child.wait_with_output().unwrap();
+    let took = started.elapsed();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let bound = Duration::from_secs(15 + 5 + 1);
+    eprintln!("MEASURED kill: run took {took:?} (bound {bound:?}), exit {:?}", out.status.code());
+    assert!(took <= bound, "a killed client held the run {took:?}, over {bound:?}\n{stderr}");
+    assert_eq!(out.status.code(), Some(3), "a gone client is an infrastructure error\n{stdout}\n{stderr}");
+
+    let all = verdicts(&report_of(&results));
+    assert!(!all.is_empty(), "the reports are written on an infrastructure error too\n{stderr}");
+    let failed: Vec<_> = all.iter().filter(|(_, v, _)| v == "failed").collect();
+    assert!(failed.is_empty(), "a killed client is no contract violation: {failed:#?}");
+    let flowise_checks: Vec<_> = all.iter().filter(|(n, _, _)| n.contains("flowise")).collect();
+    assert!(!flowise_checks.is_empty(), "{all:#?}");
+    for (name, verdict, reason) in flowise_checks {
+        eprintln!("observed: {name}: {verdict}: {reason}");
+        assert_eq!(verdict, "unreachable", "{name}: {reason}");
+    }
+    drop(stack);
+    assert_nothing_left(&project);
+}
