@@ -199,10 +199,13 @@ fn a_client_killed_during_a_run_ends_its_checks_unreachable_by_the_bound() {
     assert!(failed.is_empty(), "a killed client is no contract violation: {failed:#?}");
     let flowise_checks: Vec<_> = all.iter().filter(|(n, _, _)| n.contains("flowise")).collect();
     assert!(!flowise_checks.is_empty(), "{all:#?}");
-    for (name, verdict, reason) in flowise_checks {
+    // A check that finished before the kill may have passed; none may fail, and those
+    // still running when the client went end unreachable.
+    for (name, verdict, reason) in &flowise_checks {
         eprintln!("observed: {name}: {verdict}: {reason}");
-        assert_eq!(verdict, "unreachable", "{name}: {reason}");
+        assert!(verdict == "unreachable" || verdict == "passed", "{name}: {verdict}: {reason}");
     }
+    assert!(flowise_checks.iter().any(|(_, v, _)| v == "unreachable"), "the kill came after the run: {flowise_checks:#?}");
     drop(stack);
     assert_nothing_left(&project);
 }
