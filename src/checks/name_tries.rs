@@ -28,23 +28,28 @@ pub struct TryStep {
 }
 
 /// Opens a session through the name, lists tools and calls the read tool, resolving the
-/// name before every request. Runs in the client's namespace.
-pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan) -> NameTry {
+/// name before every request. Runs in the client's namespace. Request `i` of try `k` goes
+/// to answer `(k + i) mod n`: the rotation DNS round robin gives a client's successive
+/// lookups, made deterministic, so with two replicas every session's second request
+/// lands on the replica that did not open it.
+pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan, try_number: usize) -> NameTry {
     let mut steps = Vec::new();
     let land = |addr: IpAddr| {
         plan.replicas.iter().find(|(a, _)| *a == addr).map(|(_, l)| l.clone()).unwrap_or_else(|| addr.to_string())
     };
-    let resolve = || async {
+    let resolve = |request: usize| async move {
         let answer = view.resolve(&plan.host).await.map_err(|e| e.to_string())?;
-        let addr = answer.first().ok_or_else(|| format!("`{}` resolved to nothing", plan.host))?;
+        if answer.addrs.is_empty() {
+            return Err(format!("`{}` resolved to nothing", plan.host));
+        }
         // The credential goes to replicas only (see the session check).
-        if !plan.replicas.iter().any(|(a, _)| *a == addr) {
+        if let Some(stray) = answer.addrs.iter().find(|addr| !plan.replicas.iter().any(|(a, _)| a == *addr)) {
             return Err(format!(
-                "`{}` answered {addr}, which is no replica: the credential is not sent there",
+                "`{}` answered {stray}, which is no replica: the credential is not sent there",
                 plan.host
             ));
         }
-        Ok(addr)
+        Ok(answer.addrs[(try_number + request) % answer.addrs.len()])
     };
     let client_at = |addr: IpAddr| {
         McpClient::new(
@@ -58,7 +63,7 @@ pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan) -> NameTry
         landed,
         outcome: Err(ErrorSeen { text, not_ready: true }),
     };
-    let first = match resolve().await {
+    let first = match resolve(0).await {
         Ok(a) => a,
         Err(e) => return NameTry { steps: vec![failed("resolving", "-".into(), e)] },
     };
@@ -78,8 +83,8 @@ pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan) -> NameTry
     if plan.read.is_some() {
         requests.push("tools/call");
     }
-    for step in requests {
-        let addr = match resolve().await {
+    for (i, step) in requests.into_iter().enumerate() {
+        let addr = match resolve(i + 1).await {
             Ok(a) => a,
             Err(e) => {
                 steps.push(failed(step, "-".into(), e));

@@ -239,7 +239,7 @@ impl SessionCheckPlan {
             read: self.read.clone(),
         });
         let runs = join_all(plans.map(run_session)).await;
-        let name_tries = join_all((0..self.name_tries).map(|_| through_the_name(&view, &self))).await;
+        let name_tries = join_all((0..self.name_tries).map(|k| through_the_name(&view, &self, k))).await;
         Ok(SessionObservation { name, runs, name_tries })
     }
 }
