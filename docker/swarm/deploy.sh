@@ -19,11 +19,12 @@ die() { printf 'deploy.sh: error: %s\n' "$*" >&2; exit 1; }
 
 wait_gone() { # what, command printing leftovers
     local what="$1"; shift
-    for _ in $(seq 1 60); do
+    # A busy engine (CI, a stack with host-published ports) can take over a minute.
+    for _ in $(seq 1 180); do
         [ -z "$("$@" 2>/dev/null)" ] && return 0
         sleep 1
     done
-    die "$what of stack $stack still present after 60s: $("$@" | tr '\n' ' ')"
+    die "$what of stack $stack still present after 180s: $("$@" | tr '\n' ' ')"
 }
 
 case "$cmd" in

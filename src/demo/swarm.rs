@@ -94,7 +94,8 @@ impl SwarmHost {
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
-                let mut insert = vec!["-I".to_string()];
+                // -w: the engine holds the xtables lock while it rewires a stack's networks.
+                let mut insert = vec!["-w".to_string(), "-I".to_string()];
                 insert.extend(rule.iter().cloned());
                 output(Command::new("iptables").args(&insert))?;
                 host.rules.push(rule);
@@ -111,9 +112,7 @@ impl SwarmHost {
 impl Drop for SwarmHost {
     fn drop(&mut self) {
         for rule in &self.rules {
-            let mut delete = vec!["-D".to_string()];
-            delete.extend(rule.iter().cloned());
-            let _ = Command::new("iptables").args(&delete).output();
+            remove_rule(rule);
         }
         if self.initialized {
             let _ = Command::new("docker").args(["swarm", "leave", "--force"]).output();
@@ -132,6 +131,29 @@ impl Drop for SwarmHost {
             }
         }
     }
+}
+
+/// Deletes `rule` from its chain, waiting for the xtables lock, until iptables says the
+/// chain holds no such rule (a run killed before its drop may have left a copy); retries
+/// any other failure, and says so if the rule stays.
+fn remove_rule(rule: &[String]) {
+    let mut delete = vec!["-w".to_string(), "-D".to_string()];
+    delete.extend(rule.iter().cloned());
+    let mut last = String::new();
+    for _ in 0..20 {
+        match Command::new("iptables").args(&delete).output() {
+            Ok(out) if out.status.success() => continue,
+            Ok(out) => {
+                last = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                if ["does a matching rule exist", "Bad rule", "No chain/target/match"].iter().any(|s| last.contains(s)) {
+                    return;
+                }
+            }
+            Err(e) => last = e.to_string(),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    eprintln!("warning: could not remove the iptables rule `{}` ({last}): remove it by hand", rule.join(" "));
 }
 
 /// The interface of the default route.
