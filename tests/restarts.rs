@@ -205,7 +205,10 @@ fn a_client_killed_during_a_run_ends_its_checks_unreachable_by_the_bound() {
         eprintln!("observed: {name}: {verdict}: {reason}");
         assert!(verdict == "unreachable" || verdict == "passed", "{name}: {verdict}: {reason}");
     }
-    assert!(flowise_checks.iter().any(|(_, v, _)| v == "unreachable"), "the kill came after the run: {flowise_checks:#?}");
+    assert!(
+        flowise_checks.iter().any(|(_, v, _)| v == "unreachable"),
+        "the kill came after the run: {flowise_checks:#?}"
+    );
     drop(stack);
     assert_nothing_left(&project);
 }

@@ -145,7 +145,8 @@ fn remove_rule(rule: &[String]) {
             Ok(out) if out.status.success() => continue,
             Ok(out) => {
                 last = String::from_utf8_lossy(&out.stderr).trim().to_string();
-                if ["does a matching rule exist", "Bad rule", "No chain/target/match"].iter().any(|s| last.contains(s)) {
+                if ["does a matching rule exist", "Bad rule", "No chain/target/match"].iter().any(|s| last.contains(s))
+                {
                     return;
                 }
             }
