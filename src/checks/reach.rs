@@ -211,7 +211,11 @@ impl KnockPlan {
     }
 }
 
-/// Connects to every door at once; repeats each success twice.
+/// Connects to every door at once; repeats each success three times over two seconds.
+/// While the engine rewrites its isolation rules (any network created or removed), new
+/// connects cross networks; on a loaded engine such a window lasted long enough for three
+/// connects within 0.4 s to cross (seen in CI), so the repeats spread out: an open path
+/// stays open, a window closes.
 pub async fn knock_all(doors: Vec<Door>, timeout: Duration, ask: Option<AskWho>) -> Vec<Knock> {
     join_all(doors.into_iter().map(|door| {
         let ask = ask.clone();
@@ -220,7 +224,7 @@ pub async fn knock_all(doors: Vec<Door>, timeout: Duration, ask: Option<AskWho>)
             let mut repeats = Vec::new();
             let mut answer = None;
             if first.is_ok() {
-                for pause in [100u64, 300] {
+                for pause in [100u64, 400, 1500] {
                     tokio::time::sleep(Duration::from_millis(pause)).await;
                     repeats.push(tcp_connect(door.addr, timeout).await);
                 }
