@@ -497,6 +497,15 @@ mod tests {
     use crate::dns::{AnswerSource, NameAnswer, WildcardSet};
     use crate::mcp::{BodyFacts, RpcFacts};
 
+    fn door(addr: &str, container: &str) -> Door {
+        Door {
+            addr: addr.parse().unwrap(),
+            container: container.into(),
+            network: "net-native".into(),
+            via: super::super::reach::Via::Direct,
+        }
+    }
+
     fn dark(position: &str) -> Look {
         Look {
             position: position.into(),
@@ -555,12 +564,7 @@ mod tests {
         }];
         assert_eq!(kinds(judge("u", &[l], vec![])), vec![FindingKind::StillAccepting, FindingKind::StillListening]);
         let mut l = dark("network net-native via x");
-        let door = Door {
-            addr: "10.0.1.7:8000".parse().unwrap(),
-            container: "wiki-old_1".into(),
-            network: "net-native".into(),
-            via: super::super::reach::Via::Direct,
-        };
+        let door = door("10.0.1.7:8000", "wiki-old_1");
         let ask = Ask::new(EntryPoint::Initialize);
         l.credential = vec![Presented {
             door,
@@ -575,12 +579,7 @@ mod tests {
     #[test]
     fn a_refused_credential_is_dead() {
         let mut l = dark("client a");
-        let door = Door {
-            addr: "10.0.1.5:8000".parse().unwrap(),
-            container: "native_1".into(),
-            network: "net-native".into(),
-            via: super::super::reach::Via::Direct,
-        };
+        let door = door("10.0.1.5:8000", "native_1");
         let ask = Ask::new(EntryPoint::Initialize);
         let refused = Try { ask: ask.clone(), outcome: Ok(exchange(ask.clone(), 401, false)) };
         l.credential = vec![Presented { door, with: vec![refused.clone()], without: vec![refused] }];
@@ -589,12 +588,7 @@ mod tests {
 
     fn presented(with: u16, without: u16) -> Look {
         let mut l = dark("client a");
-        let door = Door {
-            addr: "10.0.1.7:8000".parse().unwrap(),
-            container: "wiki-old_1".into(),
-            network: "net-native".into(),
-            via: super::super::reach::Via::Direct,
-        };
+        let door = door("10.0.1.7:8000", "wiki-old_1");
         let ask = Ask::new(EntryPoint::Initialize);
         let t = |status| Try { ask: ask.clone(), outcome: Ok(exchange(ask.clone(), status, false)) };
         l.credential = vec![Presented { door, with: vec![t(with)], without: vec![t(without)] }];
