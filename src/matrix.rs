@@ -61,6 +61,16 @@ impl Column {
     pub fn title(&self) -> String {
         if self.app { format!("app:{}", self.provider) } else { self.provider.clone() }
     }
+
+    /// A disabled provider has no pair checks: each of its cells shows what `disabled::`
+    /// proved (it probes from every client). None for an enabled provider.
+    pub fn disabled_label(&self) -> Option<&'static str> {
+        self.disabled.map(|v| match v {
+            Verdict::Passed => "dark",
+            Verdict::Failed | Verdict::KnownFailure => "NOT dark",
+            _ => "not judged",
+        })
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -87,8 +97,7 @@ impl Matrix {
             for (col, w) in self.columns.iter().zip(&widths) {
                 let label = match self.cell(client, col) {
                     Some(c) => c.label(),
-                    None if col.disabled.is_some() => "dark?",
-                    None => "·",
+                    None => col.disabled_label().unwrap_or("·"),
                 };
                 out.push_str(&format!("  {label:<w$}"));
             }
@@ -226,5 +235,8 @@ mod tests {
         assert!(matches!(m.cell("webui", &col("native")), Some(Cell::Broken { .. })));
         assert_eq!(m.cell("webui", &col("app:gitea")), Some(&Cell::Isolated));
         assert_eq!(col("wiki").disabled, Some(Verdict::Passed));
+        let text = m.to_text();
+        let row = text.lines().find(|l| l.starts_with("flowise")).unwrap();
+        assert!(row.contains("LEAK") && row.trim_end().ends_with("dark"), "{text}");
     }
 }

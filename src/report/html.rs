@@ -89,15 +89,14 @@ pub fn matrix_svg(m: &Matrix) -> String {
             let mut detail = cell.map(Cell::detail).unwrap_or_else(|| "no check for this pair".into());
             // A disabled provider has no pair checks: its column shows what disabled:: proved.
             if cell.is_none()
-                && let Some(verdict) = col.disabled
+                && let Some(label) = col.disabled_label()
             {
-                (state, detail, fill, ink) = match verdict {
-                    Verdict::Passed => ("dark", "disabled: dark from every client".into(), "#eceff1", "#455a64"),
-                    Verdict::Failed | Verdict::KnownFailure => {
-                        ("NOT dark", "disabled, but still answering: see disabled::".into(), "#c62828", "#ffffff")
-                    }
-                    _ => ("not judged", "disabled: not judged".into(), "#f5f5f5", "#757575"),
+                (detail, fill, ink) = match label {
+                    "dark" => ("disabled: dark from every client".into(), "#eceff1", "#455a64"),
+                    "NOT dark" => ("disabled, but still answering: see disabled::".into(), "#c62828", "#ffffff"),
+                    _ => ("disabled: not judged".into(), "#f5f5f5", "#757575"),
                 };
+                state = label;
             }
             let _ = write!(
                 svg,
