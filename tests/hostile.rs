@@ -75,9 +75,14 @@ impl Outcome {
 
 /// Runs cordon against `mode` beside the reference provider, measured.
 fn run_mode(mode: &str, declared: Declared, suite: &str) -> Outcome {
+    run_with_token(mode, declared, suite, BAD_TOKEN)
+}
+
+/// [`run_mode`] with the hostile provider's own bearer (the scenario's credential `bad`).
+fn run_with_token(mode: &str, declared: Declared, suite: &str, bad_token: &str) -> Outcome {
     let _pass = GATE.enter();
     let reference = Peer::start(Sdk::V1, "stateful-json", GOOD_TOKEN, None);
-    let hostile = Hostile::start(mode, BAD_TOKEN, GOOD_TOKEN);
+    let hostile = Hostile::start(mode, bad_token, GOOD_TOKEN);
     let fixture = Fixture::new();
     let (path, sse) = match declared {
         Declared::Legacy => ("/sse", true),
@@ -90,7 +95,7 @@ fn run_mode(mode: &str, declared: Declared, suite: &str) -> Outcome {
         _ => ADD_READ.to_string(),
     };
     fixture.scenario(
-        &[("good", GOOD_TOKEN), ("bad", BAD_TOKEN)],
+        &[("good", GOOD_TOKEN), ("bad", bad_token)],
         &[
             ProviderYaml {
                 id: "good",
@@ -225,6 +230,38 @@ fn every_hostile_mode_is_judged_for_its_reason(
         run.stdout,
         run.stderr
     );
+}
+
+/// Issue 10, class 6: two correct providers that hold the same secret. Each refuses every
+/// bearer but its own, yet the other's valid bearer opens it: both foreign-bearer checks
+/// fail, naming the other provider; everything else passes.
+#[test]
+fn a_secret_shared_by_two_providers_fails_naming_the_other() {
+    let out = run_with_token("good", Declared::Streamable, SUITE, GOOD_TOKEN);
+    let mut problems = Vec::new();
+    for (provider, other) in [("good", "bad"), ("bad", "good")] {
+        for aspect in ASPECTS {
+            let name = format!("contract::{provider}::{aspect}");
+            let (verdict, reason, evidence) = out.check(&name);
+            eprintln!("OBSERVED shared-secret | {name} | {verdict} | {reason}");
+            let want = if aspect == "foreign_bearer" {
+                verdict == "failed" && reason.contains(&format!("provider {other} holds the same secret"))
+            } else {
+                verdict == "passed"
+            };
+            if !want {
+                problems.push(format!("{name}: {verdict} ({reason})\n{evidence}"));
+            }
+        }
+    }
+    if out.run.code != 1 {
+        problems.push(format!("exit {} (want 1)", out.run.code));
+    }
+    let console = format!("{}{}", out.run.stdout, out.run.stderr);
+    problems.extend(
+        scan_outputs(&console, &out.results, &[("shared", GOOD_TOKEN)]).into_iter().map(|l| format!("OUTPUT {l}")),
+    );
+    assert!(problems.is_empty(), "{}\n--- stdout:\n{}", problems.join("\n"), out.run.stdout);
 }
 
 /// The run's deadline: with a provider that never answers (or drips forever) and a 15 s
