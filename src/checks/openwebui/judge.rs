@@ -42,7 +42,7 @@ impl Desired {
             desired.credential_owners.entry(p.credential.clone()).or_insert_with(|| format!("provider `{}`", p.id));
             let admitted = p.allowed_consumers.iter().any(|a| a == client);
             if p.disabled {
-                desired.forbidden.insert(p.id.clone(), "disabled".into());
+                desired.forbidden.insert(p.id.clone(), "is disabled".into());
             } else if !admitted {
                 desired.forbidden.insert(p.id.clone(), format!("does not admit `{client}`"));
             } else if let Some(group) = groups.get(&p.id) {

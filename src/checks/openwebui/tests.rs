@@ -21,7 +21,7 @@ fn desired() -> Desired {
     };
     Desired {
         connections: vec![want("files"), want("native")],
-        forbidden: BTreeMap::from([("wiki".to_string(), "disabled".to_string())]),
+        forbidden: BTreeMap::from([("wiki".to_string(), "is disabled".to_string())]),
         provider_urls: ["files", "native", "wiki"]
             .iter()
             .map(|p| (p.to_string(), format!("http://{p}:8000/mcp")))
@@ -132,7 +132,7 @@ fn missing_duplicate_stale_and_unmanaged_connections() {
     let stale = judge_connections(&view(vec![conn("files"), conn("native"), conn("wiki")]), &desired());
     assert_eq!(stale.len(), 1);
     assert!(
-        stale[0].message.contains("a connection `wiki` exists for provider `wiki`, which disabled"),
+        stale[0].message.contains("a connection `wiki` exists for provider `wiki`, which is disabled"),
         "{}",
         stale[0].message
     );
