@@ -363,7 +363,7 @@ fn the_plan_names_every_check_as_the_issue_does() {
     );
     let desired = Desired::of(&scenario, "webui");
     assert_eq!(desired.connections.len(), 2);
-    assert_eq!(desired.forbidden.get("wiki").map(String::as_str), Some("disabled"));
+    assert_eq!(desired.forbidden.get("wiki").map(String::as_str), Some("is disabled"));
     assert_eq!(desired.group_of("native"), Some("roles/native/mcp"));
     assert_eq!(desired.connections[0].credential.as_deref(), Some("files-token"));
 }
