@@ -39,13 +39,14 @@ fn dir() -> PathBuf {
 /// The variants in the order they are deployed: the ones that leave Open WebUI's own
 /// environment alone first (no recreate between them), persistent config last (it writes
 /// the config into Open WebUI's database).
-const BROKEN: [&str; 7] = [
+const BROKEN: [&str; 8] = [
     "refused-key",
     "model-drops-result",
     "missing-provider",
     "wrong-group",
     "stale-disabled",
     "foreign-key",
+    "unmanaged-alias",
     "persistent-config",
 ];
 

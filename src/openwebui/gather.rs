@@ -26,7 +26,7 @@ pub async fn admin_view(
         .and_then(Value::as_array)
         .map(|list| list.iter().map(|c| ConnectionSeen::from_json(c, credentials)).collect())
         .unwrap_or_default();
-    Ok(AdminView { connections, groups: groups(api, admin).await? })
+    Ok(AdminView { connections, groups: groups(api, admin).await?, destinations: BTreeMap::new() })
 }
 
 pub async fn groups(api: &Api, admin: &Token) -> Result<Vec<GroupSeen>, ApiError> {

@@ -138,6 +138,20 @@ pub struct GroupSeen {
 pub struct AdminView {
     pub connections: Vec<ConnectionSeen>,
     pub groups: Vec<GroupSeen>,
+    /// Where the URLs of connections the scenario does not manage lead, by index into
+    /// `connections`: only the addresses some container of the deployment owns.
+    #[serde(default)]
+    pub destinations: BTreeMap<usize, Vec<Destination>>,
+}
+
+/// An address a connection's host resolves to from Open WebUI's namespace (as its libc
+/// would), and whose container that address is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Destination {
+    pub addr: std::net::SocketAddr,
+    pub container: String,
+    pub service: Option<String>,
+    pub network: String,
 }
 
 impl AdminView {

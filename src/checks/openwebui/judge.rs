@@ -27,6 +27,10 @@ pub struct Desired {
     pub forbidden: BTreeMap<String, String>,
     /// Every provider of the scenario by URL, to tell whether a stray connection reaches one.
     pub provider_urls: BTreeMap<String, String>,
+    /// Every provider of the scenario by its service, to tell whose container a stray
+    /// connection's address is.
+    #[serde(default)]
+    pub provider_services: BTreeMap<String, String>,
     /// Every credential id that belongs to a (client, provider) pair or a provider, for
     /// naming whose key a connection holds.
     pub credential_owners: BTreeMap<String, String>,
@@ -39,6 +43,7 @@ impl Desired {
         let groups = c.openwebui.as_ref().map(|o| o.groups.clone()).unwrap_or_default();
         for p in &scenario.providers {
             desired.provider_urls.insert(p.id.clone(), normalize(p.url.as_str()));
+            desired.provider_services.insert(p.service.clone(), p.id.clone());
             desired.credential_owners.entry(p.credential.clone()).or_insert_with(|| format!("provider `{}`", p.id));
             let admitted = p.allowed_consumers.iter().any(|a| a == client);
             if p.disabled {
@@ -71,7 +76,7 @@ fn normalize(url: &str) -> String {
     url.trim_end_matches('/').to_string()
 }
 
-fn full_url(c: &ConnectionSeen) -> String {
+pub(crate) fn full_url(c: &ConnectionSeen) -> String {
     let path = c.path.trim_matches('/');
     if path.is_empty() { normalize(&c.url) } else { format!("{}/{path}", normalize(&c.url)) }
 }
@@ -96,7 +101,9 @@ pub fn judge_connections(view: &AdminView, desired: &Desired) -> Vec<Finding> {
         }
     }
     let managed: BTreeSet<&str> = desired.connections.iter().map(|w| w.provider.as_str()).collect();
-    for c in view.connections.iter().filter(|c| !c.id.as_deref().is_some_and(|id| managed.contains(id))) {
+    for (index, c) in
+        view.connections.iter().enumerate().filter(|(_, c)| !c.id.as_deref().is_some_and(|id| managed.contains(id)))
+    {
         let id = c.id.as_deref().unwrap_or("<no id>");
         if let Some(why) = c.id.as_ref().and_then(|id| desired.forbidden.get(id)) {
             findings.push(
@@ -106,14 +113,30 @@ pub fn judge_connections(view: &AdminView, desired: &Desired) -> Vec<Finding> {
             continue;
         }
         let url = full_url(c);
-        if let Some((provider, _)) = desired.provider_urls.iter().find(|(_, u)| **u == url || normalize(&c.url) == **u)
-        {
+        let by_url = desired
+            .provider_urls
+            .iter()
+            .find(|(_, u)| **u == url || normalize(&c.url) == **u)
+            .map(|(provider, _)| (provider.clone(), format!("at {url}")));
+        // Another spelling of the same place (an alias, an address, a trailing dot) is
+        // told by where the name leads, not by the text.
+        let by_address = || {
+            view.destinations.get(&index).into_iter().flatten().find_map(|d| {
+                let provider = desired.provider_services.get(d.service.as_deref()?)?;
+                let how = format!(
+                    "at {url}, which resolves from Open WebUI to {} (`{}` on `{}`)",
+                    d.addr, d.container, d.network
+                );
+                Some((provider.clone(), how))
+            })
+        };
+        if let Some((provider, how)) = by_url.or_else(by_address) {
             findings.push(
                 Finding::new(
                     FindingKind::UnmanagedConnection,
-                    format!("unmanaged connection `{id}` reaches provider `{provider}` at {url}"),
+                    format!("unmanaged connection `{id}` reaches provider `{provider}` {how}"),
                 )
-                .fact("provider", provider)
+                .fact("provider", &provider)
                 .fact("connection", id),
             );
         }

@@ -1,8 +1,9 @@
 //! The probes of the `openwebui` family: each gathers its observations in the Open WebUI
 //! container's namespace and hands them to a pure judge.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -11,7 +12,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::RwLock;
 
-use super::judge::{Desired, judge_connections, judge_reach, judge_tool_call, judge_view};
+use super::judge::{Desired, full_url, judge_connections, judge_reach, judge_tool_call, judge_view};
 use super::{Signin, restart};
 
 use crate::checks::client_target;
@@ -23,8 +24,9 @@ use crate::netns::NsView;
 use crate::openwebui::api::{Api, ApiError, wait_ready};
 use crate::openwebui::ephemeral::{self, Ephemeral, Pending, Undoer};
 use crate::openwebui::gather::{self, ToolCallAsk, group_ids};
-use crate::openwebui::observe::{ChatSeen, UserView};
+use crate::openwebui::observe::{AdminView, ChatSeen, Destination, UserView};
 use crate::runner::{Probe, RunContext};
+use crate::topology::Topology;
 
 /// Held for reading by every check of the family while it runs, for writing by the
 /// restart: the restart never overlaps another Open WebUI check.
@@ -133,14 +135,20 @@ impl Probe for Connections {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let _shared = EXCLUSIVE.read().await;
-            let job = |_: Rc<NsView>, signin: Signin| async move {
+            let managed: Vec<String> = self.desired.connections.iter().map(|c| c.provider.clone()).collect();
+            let job = |ns: Rc<NsView>, signin: Signin| async move {
                 let (api, admin) = signin.open().await?;
-                gather::admin_view(&api, &admin, &signin.credentials).await
+                let view = gather::admin_view(&api, &admin, &signin.credentials).await?;
+                let resolved = resolve_unmanaged(&ns, &view, &managed).await;
+                Ok((view, resolved))
             };
-            let view = match self.site.run(ctx, "reading the admin view", job).await {
+            let (mut view, resolved) = match self.site.run(ctx, "reading the admin view", job).await {
                 Ok(v) => v,
                 Err(attempt) => return attempt,
             };
+            if let Some(deployment) = &ctx.deployment {
+                view.destinations = owned_destinations(&deployment.topology(), resolved);
+            }
             let managed: Vec<&str> = self.desired.connections.iter().map(|c| c.provider.as_str()).collect();
             let evidence = view
                 .connections
@@ -154,6 +162,49 @@ impl Probe for Connections {
             Attempt::from_findings(judge_connections(&view, &self.desired), evidence)
         })
     }
+}
+
+/// The addresses each unmanaged connection's host resolves to from Open WebUI's own
+/// namespace, as its libc would, on the URL's port. A name that does not resolve leads
+/// nowhere cordon can name.
+async fn resolve_unmanaged(ns: &NsView, view: &AdminView, managed: &[String]) -> Vec<(usize, Vec<SocketAddr>)> {
+    let mut out = Vec::new();
+    for (index, c) in view.connections.iter().enumerate() {
+        if c.id.as_ref().is_some_and(|id| managed.contains(id)) {
+            continue;
+        }
+        let Ok(url) = reqwest::Url::parse(&full_url(c)) else { continue };
+        let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else { continue };
+        if let Ok(answer) = ns.resolve(host.trim_end_matches('.')).await {
+            out.push((index, answer.addrs.into_iter().map(|ip| SocketAddr::new(ip, port)).collect()));
+        }
+    }
+    out
+}
+
+/// Keeps the resolved addresses some container of the deployment owns, naming it.
+fn owned_destinations(
+    topology: &Topology,
+    resolved: Vec<(usize, Vec<SocketAddr>)>,
+) -> BTreeMap<usize, Vec<Destination>> {
+    resolved
+        .into_iter()
+        .map(|(index, addrs)| {
+            let owned = addrs
+                .into_iter()
+                .filter_map(|addr| {
+                    let owner = topology.owner_of(addr.ip())?;
+                    Some(Destination {
+                        addr,
+                        container: owner.container,
+                        service: owner.service,
+                        network: owner.network,
+                    })
+                })
+                .collect();
+            (index, owned)
+        })
+        .collect()
 }
 
 pub struct Reach {

@@ -26,6 +26,7 @@ fn desired() -> Desired {
             .iter()
             .map(|p| (p.to_string(), format!("http://{p}:8000/mcp")))
             .collect(),
+        provider_services: ["files", "native", "wiki"].iter().map(|p| (p.to_string(), p.to_string())).collect(),
         credential_owners: BTreeMap::from([
             ("files-token".to_string(), "the pair webui->files".to_string()),
             ("native-token".to_string(), "the pair webui->native".to_string()),
@@ -58,7 +59,7 @@ fn conn(p: &str) -> ConnectionSeen {
 }
 
 fn view(connections: Vec<ConnectionSeen>) -> AdminView {
-    AdminView { connections, groups: groups() }
+    AdminView { connections, groups: groups(), ..Default::default() }
 }
 
 fn good() -> AdminView {
@@ -150,6 +151,35 @@ fn missing_duplicate_stale_and_unmanaged_connections() {
     let harmless = view(vec![conn("files"), conn("native"), other]);
     assert!(judge_connections(&harmless, &desired()).is_empty());
     assert!(harmless.evidence().iter().any(|l| l.contains("search")));
+
+    // Another spelling of the provider's place (an alias, an address): told by where its
+    // name leads from Open WebUI, not by the text.
+    for url in ["http://tools-backend:8000/mcp", "http://10.0.1.5:8000/mcp", "http://native.:8000/mcp"] {
+        let mut alias = conn("native");
+        alias.id = Some("helper".into());
+        alias.url = url.into();
+        let mut v = view(vec![conn("files"), conn("native"), alias]);
+        let to = |service: Option<&str>| Destination {
+            addr: "10.0.1.5:8000".parse().unwrap(),
+            container: "stack_native_1".into(),
+            service: service.map(str::to_string),
+            network: "net-native".into(),
+        };
+        v.destinations = BTreeMap::from([(2, vec![to(Some("native"))])]);
+        let found = judge_connections(&v, &desired());
+        assert_eq!(found.len(), 1, "{url}: {found:?}");
+        assert!(
+            found[0].message.contains("`helper` reaches provider `native`")
+                && found[0]
+                    .message
+                    .contains("resolves from Open WebUI to 10.0.1.5:8000 (`stack_native_1` on `net-native`)"),
+            "{}",
+            found[0].message
+        );
+        // An address no provider's container owns leads nowhere of the scenario's.
+        v.destinations = BTreeMap::from([(2, vec![to(None)])]);
+        assert!(judge_connections(&v, &desired()).is_empty(), "{url}");
+    }
 }
 
 #[test]
