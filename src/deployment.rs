@@ -44,6 +44,10 @@ enum Carrier {
 /// How long one carrier may take for one plan.
 const CARRIER_LIMIT: Duration = Duration::from_secs(300);
 
+/// How long a container runs before a name's answer about it counts (the engine's DNS
+/// registers it as it starts).
+const SETTLING: Duration = Duration::from_secs(2);
+
 /// Re-reading the engine at most this often, however many checks ask.
 const REFRESH_EVERY: Duration = Duration::from_millis(500);
 
@@ -203,6 +207,31 @@ impl Deployment {
                 .await?
                 .map_err(|e| Attempt::not_ready(format!("cannot read the sockets of {}: {e}", target.name), vec![])),
         }
+    }
+
+    /// Why a name that led nowhere, or elsewhere, may say nothing yet about `providers`:
+    /// one of them stopped, restarted or started moments ago (the engine's DNS drops a
+    /// container while it is down and knows it again only once it runs). Re-reads the
+    /// engine then. `None` when each is the process discovery saw and has run for a while:
+    /// the name's answer is the deployment's. Containers on other nodes are not looked at.
+    pub async fn unsettled(&self, providers: &[Target]) -> Option<String> {
+        let mut why = Vec::new();
+        for target in providers.iter().filter(|t| matches!(self.carrier(t), Carrier::Here)) {
+            let same = target.netns_inode.is_none_or(|ino| {
+                use std::os::unix::fs::MetadataExt;
+                std::fs::metadata(format!("/proc/{}/ns/net", target.pid)).map(|m| m.ino()).ok() == Some(ino)
+            });
+            match (same, crate::netns::procfs::process_age(target.pid)) {
+                (true, Some(age)) if age >= SETTLING => {}
+                (true, Some(age)) => why.push(format!("{} started {:.1}s ago", target.name, age.as_secs_f64())),
+                _ => why.push(format!("{} stopped or restarted", target.name)),
+            }
+        }
+        if why.is_empty() {
+            return None;
+        }
+        self.refresh().await;
+        Some(format!("{}: the name's answer is not judged until the provider runs", why.join(", ")))
     }
 
     /// Reads `/proc/<pid>/...` of a container, making sure the pid still names it after

@@ -102,6 +102,11 @@ impl Probe for RouteCheck {
                 Err(attempt) => return attempt,
             };
             let roles = name::roles(&observation.name, &providers, Some(&client), &topology);
+            if name::judge(&observation.name, &roles, &from).is_err()
+                && let Some(why) = deployment.unsettled(&providers).await
+            {
+                return Attempt::not_ready(why, observation.name.evidence());
+            }
             let mut attempt = judge(&observation, &roles, &listening, &from);
             push_evidence(&mut attempt, deployment.probed_by(&client, &from));
             attempt

@@ -296,6 +296,9 @@ impl Probe for SessionCheck {
             let mut evidence = vec![deployment.probed_by(&target, &from)];
             evidence.extend(observation.name.evidence());
             if let Err(findings) = name::judge(&observation.name, &roles, &from) {
+                if let Some(why) = deployment.unsettled(providers).await {
+                    return Attempt::not_ready(why, evidence);
+                }
                 return Attempt::failed(findings, evidence);
             }
             let (findings, lines, waiting) = judge_name_tries(&observation.name_tries);

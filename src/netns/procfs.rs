@@ -54,6 +54,26 @@ fn read_proc(path: &str) -> Result<String, ReadError> {
 }
 
 /// Every TCP listener in the network namespace of `pid`, IPv4 and IPv6, sorted.
+/// How long process `pid` has run: its start time in `/proc/<pid>/stat` (clock ticks
+/// since boot) against `/proc/uptime`. None when it is gone or unreadable.
+pub fn process_age(pid: u32) -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    age_from(&stat, &uptime, u64::try_from(ticks).ok()?)
+}
+
+/// Pure part of [`process_age`]. The command name (field 2) may hold spaces and parens:
+/// fields are counted after its last `)`; the start time is field 22.
+pub fn age_from(stat: &str, uptime: &str, ticks_per_second: u64) -> Option<std::time::Duration> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let start_ticks: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    let up: f64 = uptime.split_whitespace().next()?.parse().ok()?;
+    let started = start_ticks as f64 / ticks_per_second.max(1) as f64;
+    Some(std::time::Duration::from_secs_f64((up - started).max(0.0)))
+}
+
 pub fn listeners(pid: u32) -> Result<Vec<Listener>, ReadError> {
     let mut out = parse_tcp_table(&read_proc(&format!("/proc/{pid}/net/tcp"))?);
     // A kernel without IPv6 has no tcp6 table: that is not an error.
@@ -147,6 +167,16 @@ pub fn resolver_files(pid: u32) -> Result<ResolverFiles, ReadError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_process_age_counts_fields_after_the_name() {
+        let stat = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 1000 0 0";
+        assert_eq!(age_from(stat, "15.00 3.00", 100), Some(std::time::Duration::from_secs(5)));
+        assert_eq!(age_from("garbage", "15.00 3.00", 100), None);
+        assert!(process_age(std::process::id()).is_some());
+        assert!(process_age(u32::MAX - 7).is_none());
+    }
+
     use super::*;
 
     const TCP: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
