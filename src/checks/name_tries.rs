@@ -39,17 +39,32 @@ pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan, try_number
     };
     let resolve = |request: usize| async move {
         let answer = view.resolve(&plan.host).await.map_err(|e| e.to_string())?;
-        if answer.addrs.is_empty() {
+        // The engine's DNS shuffles a dnsrr answer: sorted, the rotation is the same on
+        // every run.
+        let mut addrs = answer.addrs;
+        addrs.sort();
+        addrs.dedup();
+        if addrs.is_empty() {
             return Err(format!("`{}` resolved to nothing", plan.host));
         }
         // The credential goes to replicas only (see the session check).
-        if let Some(stray) = answer.addrs.iter().find(|addr| !plan.replicas.iter().any(|(a, _)| a == *addr)) {
+        if let Some(stray) = addrs.iter().find(|addr| !plan.replicas.iter().any(|(a, _)| a == *addr)) {
             return Err(format!(
                 "`{}` answered {stray}, which is no replica: the credential is not sent there",
                 plan.host
             ));
         }
-        Ok(answer.addrs[(try_number + request) % answer.addrs.len()])
+        // Until the name answers every replica the client shares a network with, some
+        // replica is never landed on: the rotation would prove nothing (not ready).
+        if addrs.len() < plan.replicas.len() {
+            return Err(format!(
+                "`{}` answered {} of the {} replicas the client shares a network with: the engine's DNS has not caught up",
+                plan.host,
+                addrs.len(),
+                plan.replicas.len()
+            ));
+        }
+        Ok(addrs[(try_number + request) % addrs.len()])
     };
     let client_at = |addr: IpAddr| {
         McpClient::new(
