@@ -35,8 +35,14 @@ pub struct TryStep {
 pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan, try_number: usize) -> NameTry {
     let mut steps = Vec::new();
     let land = |addr: IpAddr| {
-        plan.replicas.iter().find(|(a, _)| *a == addr).map(|(_, l)| l.clone()).unwrap_or_else(|| addr.to_string())
+        plan.replicas
+            .iter()
+            .chain(&plan.vips)
+            .find(|(a, _)| *a == addr)
+            .map(|(_, l)| l.clone())
+            .unwrap_or_else(|| addr.to_string())
     };
+    let is_vip = |addr: &IpAddr| plan.vips.iter().any(|(a, _)| a == addr);
     let resolve = |request: usize| async move {
         let answer = view.resolve(&plan.host).await.map_err(|e| e.to_string())?;
         // The engine's DNS shuffles a dnsrr answer: sorted, the rotation is the same on
@@ -47,8 +53,8 @@ pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan, try_number
         if addrs.is_empty() {
             return Err(format!("`{}` resolved to nothing", plan.host));
         }
-        // The credential goes to replicas only (see the session check).
-        if let Some(stray) = addrs.iter().find(|addr| !plan.replicas.iter().any(|(a, _)| a == *addr)) {
+        // The credential goes to replicas (and the service's own VIPs) only.
+        if let Some(stray) = addrs.iter().find(|addr| !is_vip(addr) && !plan.replicas.iter().any(|(a, _)| a == *addr)) {
             return Err(format!(
                 "`{}` answered {stray}, which is no replica: the credential is not sent there",
                 plan.host
@@ -56,7 +62,8 @@ pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan, try_number
         }
         // Until the name answers every replica the client shares a network with, some
         // replica is never landed on: the rotation would prove nothing (not ready).
-        if addrs.len() < plan.replicas.len() {
+        // (A VIP stands for every task: the engine does the rotation.)
+        if !addrs.iter().any(is_vip) && addrs.len() < plan.replicas.len() {
             return Err(format!(
                 "`{}` answered {} of the {} replicas the client shares a network with: the engine's DNS has not caught up",
                 plan.host,

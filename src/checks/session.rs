@@ -210,6 +210,10 @@ pub struct SessionCheckPlan {
     pub read: Option<ReadSpec>,
     /// Sessions to open through the name, every request resolving it again.
     pub name_tries: usize,
+    /// Swarm (vip mode): (address, label) of the service's virtual IPs on networks the
+    /// client shares. The name answers with one; the engine balances it over the tasks.
+    #[serde(default)]
+    pub vips: Vec<(IpAddr, String)>,
 }
 
 impl SessionCheckPlan {
@@ -269,7 +273,24 @@ impl Probe for SessionCheck {
             let replicas: Vec<(IpAddr, String)> =
                 replicas_from(&topology, &provider.service, &target).into_iter().map(|r| (r.addr, r.label())).collect();
             let swarm = deployment.mode == Mode::Swarm;
+            let shared: Vec<&str> = target.attachments.iter().map(|a| a.network.as_str()).collect();
+            let vips: Vec<(IpAddr, String)> = topology
+                .vip_networks_of(&provider.service)
+                .into_iter()
+                .filter(|(_, network)| shared.contains(&network.as_str()))
+                .map(|(addr, network)| {
+                    (
+                        addr,
+                        format!(
+                            "the VIP of service {} at {addr} on {}",
+                            provider.service,
+                            topology.network_key(&network)
+                        ),
+                    )
+                })
+                .collect();
             let plan = SessionCheckPlan {
+                vips,
                 host: provider.url.host_str().unwrap_or_default().to_string(),
                 replicas,
                 endpoint: Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None },
