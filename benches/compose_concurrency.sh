@@ -7,23 +7,27 @@ cd "$(dirname "$0")/.."
 runs=${1:-5}
 project=cordon-bench-$$
 export CORDON_SUBNET=10.239
-for t in NATIVE LEGACY MODERN GITEA; do export "${t}_TOKEN=bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"; done
+# Every credential the reference stack and scenarios/reference.yaml read (src/demo.rs TOKEN_VARS).
+for t in NATIVE_TOKEN LEGACY_TOKEN MODERN_TOKEN GITEA_TOKEN WIKI_TOKEN NATIVE_TOKEN_OLD NATIVE_N8N_TOKEN; do
+  export "$t=bench-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+done
+export CORDON_FIXTURE_IMAGE="${FIXTURE_TAG:-cordon-fixture:dev}"
 compose() { docker-compose -p "$project" -f docker/reference/compose.yaml "$@"; }
 trap 'compose down -v -t 1 >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 tmp=$(mktemp -d)
 bash docker/build-images.sh >/dev/null 2>&1
-cargo build --quiet --release
+cordon="$(bash benches/cordon-bin.sh)"
 compose up -d --no-build >/dev/null 2>&1
 sed 's/^concurrency: .*/concurrency: 1/' suites/compose.yaml > "$tmp/serial.yaml"
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 time_runs() { # suite
   for _ in $(seq 1 "$runs"); do
     start=$(date +%s%N)
-    ./target/release/cordon compose --project "$project" --suite "$1" --results "$tmp/results" >/dev/null 2>&1 || { echo "suite failed" >&2; exit 1; }
+    "$cordon" compose --project "$project" --suite "$1" --results "$tmp/results" >/dev/null 2>&1 || { echo "suite failed" >&2; exit 1; }
     python3 -c "print(($(date +%s%N) - $start) / 1e9)"
   done | median
 }
-./target/release/cordon compose --project "$project" --results "$tmp/results" >/dev/null 2>&1 || true # warm-up
+"$cordon" compose --project "$project" --results "$tmp/results" >/dev/null 2>&1 || true # warm-up
 parallel=$(time_runs suites/compose.yaml)
 serial=$(time_runs "$tmp/serial.yaml")
 checks=$(python3 -c "import json;print(len(json.load(open('$tmp/results/report.json'))['report']['results']))")

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """cordon at scale against the platform's way: one throwaway container per probe.
 
-For each size (client×provider pairs) this generates a compose stack of fixture
-containers and its scenario, deploys it, then runs, interleaved and repeated:
-  - cordon: the whole compose suite (suites/compose.yaml) against the stack;
+For each size (client×provider pairs: 12, 100, 200, 1000, 5000) this generates a stack of
+fixture containers and its scenario, brings it up through the engine's CLI (compose's
+labels and names, many calls at a time), then runs, interleaved and repeated:
+  - cordon: the suite (suites/compose.yaml, or only --families) against the stack;
   - baseline seq: the route, reach and session work done the way a platform's scripts
     do it, one `docker run --rm --network container:<client>` of the busybox image per
-    probe, one after another;
+    probe, one after another (past --baseline-sample probes, a sample, its time scaled);
   - baseline par8: the same probes, 8 at a time.
-and prints wall times (median, min, max), cordon's peak RSS, the ratios and cordon's
-marginal cost per pair. Everything it starts is torn down on every path.
+Before the timed runs, cordon runs the same suite at concurrency 8: every timed run must
+reach the same verdicts (the `differ` column). It prints wall time, CPU seconds and peak
+RSS, the ratios, what the run asked of the engine and the kernel per pair (report.json's
+`cost`) with its growth from size to size, and the marginal cost per pair. Everything it
+starts is torn down on every path.
 
 Run through benches/scale.sh, which builds the images and the release binary first.
 """
@@ -28,15 +32,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# pairs -> (clients, providers)
-SIZES = {12: (4, 3), 100: (10, 10), 200: (20, 10)}
+# pairs -> (clients, providers, provider networks, providers with 3 replicas)
+SIZES = {12: (4, 3, 3, 0), 100: (10, 10, 10, 0), 200: (20, 10, 10, 0), 1000: (50, 20, 20, 0),
+         5000: (100, 50, 10, 10)}
 PORT = 8000
 LABEL = "cordon-test=1"
+# A stack's networks: dnsnet and one /24 per provider network, in a block of this many /24s.
+BLOCK = 32
 
 
-def admitted(client: int, provider: int) -> bool:
-    """Each provider admits every other client: both admitted and refused pairs exist."""
-    return (client + provider) % 2 == 0
+def admitted(client: int, group: int) -> bool:
+    """Each provider network admits every other client: both admitted and refused pairs
+    exist, and every client is on half of the networks."""
+    return (client + group) % 2 == 0
 
 
 def cid(i: int) -> str:
@@ -51,14 +59,22 @@ def pid(j: int) -> str:
 
 
 class Stack:
-    """A C×P stack: `p<j>` providers (fixture MCP servers, each alone on `net-p<j>`),
-    `c<i>` clients (`cordon-fixture sleep`) on `dnsnet` and the networks of the providers
-    that admit them, a wildcard DNS server (`*.bench.test`) as in the reference stack, and
-    one disabled provider `gone` whose former consumer is c01."""
+    """A C×P stack: `p<j>` providers (fixture MCP servers, some with 3 replicas), each on
+    one provider network `net-g<k>` (one per provider at the small sizes, shared by a
+    group of providers at 5000 pairs: the same admission pattern with fewer networks),
+    `c<i>` clients (`cordon-fixture sleep`) on `dnsnet` and on the provider networks that
+    admit them, a wildcard DNS server (`*.bench.test`) as in the reference stack, and one
+    disabled provider `gone` whose former consumer is c01.
+
+    Deployed through the engine's CLI, many calls at a time, with compose's labels and
+    names (docker-compose 1.29 stops making progress on a stack this wide); cordon finds
+    it exactly as it finds a compose project."""
 
     def __init__(self, pairs: int, block: tuple[str, int], image: str, workdir: Path, run_id: str):
         self.pairs = pairs
-        self.clients, self.providers = SIZES[pairs]
+        self.clients, self.providers, self.groups, replicated = SIZES[pairs]
+        step = self.providers // replicated if replicated else 0
+        self.replicated = {j for j in range(1, self.providers + 1) if step and j % step == 0}
         self.block = block
         self.image = image
         self.dir = workdir / f"size-{pairs}"
@@ -68,57 +84,47 @@ class Stack:
         self.tokens["GONE_TOKEN"] = secrets.token_hex(16)
         self.env = dict(os.environ, **self.tokens)
 
-    def provider_addr(self, j: int) -> str:
-        return f"{self.net(j)}.10"
+    def group(self, j: int) -> int:
+        return (j - 1) % self.groups + 1
+
+    def serves(self, i: int, j: int) -> bool:
+        return admitted(i, self.group(j))
+
+    def replicas(self, j: int) -> int:
+        return 3 if j in self.replicated else 1
+
+    def provider_addr(self, j: int) -> str | None:
+        """The fixed address of a single-replica provider (replicas get the engine's)."""
+        if j in self.replicated:
+            return None
+        return f"{self.net(self.group(j))}.{10 + (j - 1) // self.groups}"
 
     def net(self, k: int) -> str:
-        """The k-th /24 of this stack's block of 16 (k = 0: dnsnet, k = j: net-p<j>)."""
+        """The k-th /24 of this stack's block (k = 0: dnsnet, k = g: net-g<g>)."""
         first16, m = self.block
-        return f"{first16}.{16 * m + k}"
+        return f"{first16}.{BLOCK * m + k}"
 
     def containers(self) -> int:
-        return self.clients + self.providers + 1
+        return self.clients + sum(self.replicas(j) for j in range(1, self.providers + 1)) + 1
 
-    def compose_doc(self) -> dict:
-        hardened = {
-            "image": self.image,
-            "dns": ["127.0.0.1"],
-            "user": "65534:65534",
-            "read_only": True,
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges:true"],
-            "mem_limit": "64m",
-            "cpus": 0.5,
-            "pids_limit": 64,
-            "labels": {"cordon-test": "1"},
-        }
+    def networks(self) -> dict:
+        nets = {"dnsnet": f"{self.net(0)}.0/24"}
+        nets.update({f"net-g{g:02d}": f"{self.net(g)}.0/24" for g in range(1, self.groups + 1)})
+        return nets
+
+    def services(self) -> list:
+        """(service, replicas, command, environment names, [(network, fixed address or None)])."""
         dns_addr = f"{self.net(0)}.53"
-        services = {
-            "dns": dict(
-                hardened,
-                command=["dns", "--listen", "0.0.0.0:53", "--zone", "bench.test", "--wildcard", dns_addr],
-                networks={"dnsnet": {"ipv4_address": dns_addr}},
-            )
-        }
-        networks = {"dnsnet": {"ipam": {"config": [{"subnet": f"{self.net(0)}.0/24"}]}, "labels": {"cordon-test": "1"}}}
+        out = [("dns", 1, ["dns", "--listen", "0.0.0.0:53", "--zone", "bench.test", "--wildcard", dns_addr], [],
+                [("dnsnet", dns_addr)])]
         for j in range(1, self.providers + 1):
             var = f"P{j:02d}_TOKEN"
-            services[pid(j)] = dict(
-                hardened,
-                command=["mcp", "--listen", f"0.0.0.0:{PORT}", "--token-env", var, "--tools", "add,echo", "--name", pid(j)],
-                environment={var: "${" + var + ":?}"},
-                networks={f"net-{pid(j)}": {"ipv4_address": self.provider_addr(j)}},
-            )
-            networks[f"net-{pid(j)}"] = {
-                "ipam": {"config": [{"subnet": f"{self.net(j)}.0/24"}]},
-                "labels": {"cordon-test": "1"},
-            }
+            command = ["mcp", "--listen", f"0.0.0.0:{PORT}", "--token-env", var, "--tools", "add,echo", "--name", pid(j)]
+            out.append((pid(j), self.replicas(j), command, [var], [(f"net-g{self.group(j):02d}", self.provider_addr(j))]))
         for i in range(1, self.clients + 1):
-            nets = ["dnsnet"] + [f"net-{pid(j)}" for j in range(1, self.providers + 1) if admitted(i, j)]
-            services[cid(i)] = dict(
-                hardened, command=["sleep"], dns=[dns_addr], dns_search=["bench.test"], networks=nets
-            )
-        return {"version": "2.4", "services": services, "networks": networks}
+            nets = [("dnsnet", None)] + [(f"net-g{g:02d}", None) for g in range(1, self.groups + 1) if admitted(i, g)]
+            out.append((cid(i), 1, ["sleep"], [], nets))
+        return out
 
     def scenario_doc(self) -> dict:
         credentials = {f"{pid(j)}-token": {"env": f"P{j:02d}_TOKEN"} for j in range(1, self.providers + 1)}
@@ -128,7 +134,7 @@ class Stack:
             providers[pid(j)] = {
                 "url": f"http://{pid(j)}:{PORT}/mcp",
                 "credential": f"{pid(j)}-token",
-                "allowed_consumers": [cid(i) for i in range(1, self.clients + 1) if admitted(i, j)],
+                "allowed_consumers": [cid(i) for i in range(1, self.clients + 1) if self.serves(i, j)],
                 "tools": {"allowlist": ["add", "echo"]},
                 "read": {"tool": "add", "arguments": {"a": 2, "b": 3}, "expect": {"json_subset": {"result": 5}}},
             }
@@ -137,13 +143,13 @@ class Stack:
             "credential": "gone-token",
             "disabled": True,
             "allowed_consumers": [cid(1)],
-            "networks": ["net-p01"],
+            "networks": [f"net-g{self.group(1):02d}"],
             "tools": {"allowlist": []},
         }
         clients = {
             cid(i): {
                 "credentials": {
-                    pid(j): f"{pid(j)}-token" for j in range(1, self.providers + 1) if admitted(i, j)
+                    pid(j): f"{pid(j)}-token" for j in range(1, self.providers + 1) if self.serves(i, j)
                 }
             }
             for i in range(1, self.clients + 1)
@@ -151,38 +157,73 @@ class Stack:
         return {"name": f"bench-{self.pairs}", "project": self.project, "credentials": credentials,
                 "providers": providers, "clients": clients}
 
-    def write(self):
-        # JSON is YAML: compose and cordon both read these files as written.
-        (self.dir / "compose.yaml").write_text(json.dumps(self.compose_doc(), indent=1))
-        (self.dir / "scenario.yaml").write_text(json.dumps(self.scenario_doc(), indent=1))
-
-    def compose(self, *args, check=True):
-        cmd = ["docker-compose", "-p", self.project, "-f", str(self.dir / "compose.yaml"), *args]
-        out = subprocess.run(cmd, env=self.env, capture_output=True, text=True)
+    def docker(self, *args, check=True):
+        out = subprocess.run(["docker", *args], env=self.env, capture_output=True, text=True)
         if check and out.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr}")
+            raise RuntimeError(f"docker {' '.join(args[:4])} ... failed: {out.stderr.strip()[-500:]}")
         return out
 
-    def up(self):
-        self.write()
-        self.compose("up", "-d", "--no-build")
+    def up(self, parallel: int = 8) -> float:
+        """Creates the networks, then every container (created, connected, started),
+        `parallel` engine calls at a time; returns the seconds it took."""
+        # JSON is YAML: cordon reads the scenario as written.
+        (self.dir / "scenario.yaml").write_text(json.dumps(self.scenario_doc(), indent=1))
+        start = time.monotonic()
+        labels = ["--label", LABEL, "--label", f"com.docker.compose.project={self.project}"]
+        with ThreadPoolExecutor(max_workers=parallel) as pool:
+            list(pool.map(lambda n: self.docker("network", "create", "--driver", "bridge", "--subnet", n[1], *labels,
+                                                "--label", f"com.docker.compose.network={n[0]}",
+                                                f"{self.project}_{n[0]}"), self.networks().items()))
+            work = [(svc, k, cmd, env, nets) for svc, n, cmd, env, nets in self.services() for k in range(1, n + 1)]
+            list(pool.map(lambda w: self.start_one(*w, labels), work))
+        return time.monotonic() - start
+
+    def start_one(self, service, number, command, env, nets, labels):
+        name = f"{self.project}_{service}_{number}"
+        first, *rest = nets
+        hardened = ["--user", "65534:65534", "--read-only", "--cap-drop", "ALL",
+                    "--security-opt", "no-new-privileges:true", "--memory", "64m", "--cpus", "0.5",
+                    "--pids-limit", "64"]
+        # The fixtures log every request. The engine copying those lines (containerd-shim
+        # and dockerd, a fifth of this machine's CPU during a 5000-pair run, measured) is
+        # the stack's cost, not cordon's, and on two cores it would slow whatever runs
+        # beside it. CORDON_BENCH_LOGS=1 keeps the request lines and the engine's logging.
+        logs = os.environ.get("CORDON_BENCH_LOGS") == "1"
+        quiet = [] if logs else ["--log-driver", "none", "-e", "FIXTURE_QUIET=1"]
+        is_client = service.startswith("c")
+        dns = ["--dns", f"{self.net(0)}.53", "--dns-search", "bench.test"] if is_client else ["--dns", "127.0.0.1"]
+        attach = lambda net, addr: ["--alias", service] + (["--ip", addr] if addr else [])
+        args = ["create", "--name", name, *labels, "--label", f"com.docker.compose.service={service}",
+                "--label", f"com.docker.compose.container-number={number}", *hardened, *quiet, *dns,
+                "--network", f"{self.project}_{first[0]}", "--network-alias", service,
+                *(["--ip", first[1]] if first[1] else [])]
+        for var in env:
+            args += ["-e", var]  # the value comes from this process's environment, not argv
+        self.docker(*args, self.image, *command)
+        for net, addr in rest:
+            self.docker("network", "connect", *attach(net, addr), f"{self.project}_{net}", name)
+        self.docker("start", name)
 
     def down(self):
-        out = self.compose("down", "-v", "--remove-orphans", "-t", "1", check=False)
-        if out.returncode == 0:
-            return
-        # Docker 20.10 may keep a stale endpoint for a moment: retry what compose left.
         label = f"label=com.docker.compose.project={self.project}"
+        ids = self.docker("ps", "-aq", "--filter", label, check=False).stdout.split()
+        # One `docker rm -f` of 171 containers hung Docker 20.10 for minutes: a few at a
+        # time, each bounded.
+        def remove(cid):
+            try:
+                subprocess.run(["docker", "rm", "-f", cid], capture_output=True, timeout=60)
+            except subprocess.TimeoutExpired:
+                print(f"warning: docker rm -f {cid} took over 60 s", file=sys.stderr)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(remove, ids))
+        # Docker 20.10 may keep a stale endpoint for a moment: retry.
         for _ in range(10):
-            ids = subprocess.run(["docker", "network", "ls", "-q", "--filter", label],
-                                 capture_output=True, text=True).stdout.split()
-            if not ids:
+            nets = self.docker("network", "ls", "-q", "--filter", label, check=False).stdout.split()
+            if not nets:
                 return
-            for n in ids:
-                subprocess.run(["docker", "network", "rm", n], capture_output=True)
+            self.docker("network", "rm", *nets, check=False)
             time.sleep(1)
-        last = out.stderr.strip().splitlines()[-1:] or [""]
-        print(f"warning: networks of {self.project} left behind: {last[0]}", file=sys.stderr)
+        print(f"warning: networks of {self.project} left behind", file=sys.stderr)
 
     def container(self, service: str) -> str:
         return f"{self.project}_{service}_1"
@@ -197,6 +238,7 @@ def probes(stack: Stack) -> list:
     route: the name resolves and its address accepts TCP (1 s timeout);
     session: initialize, tools/list and tools/call with the bearer (wget POSTs);
     reach: a non-admitted client's connect to the provider's address fails (1 s).
+    Providers with replicas are left out (a script has no fixed address for them).
     busybox's nslookup tries the search list before the bare name (the wildcard would
     answer), so the script asks for the absolute name, as the clients' libc does with
     ndots:0."""
@@ -206,7 +248,9 @@ def probes(stack: Stack) -> list:
         for j in range(1, stack.providers + 1):
             name, addr, var = pid(j), stack.provider_addr(j), f"P{j:02d}_TOKEN"
             url = f"http://{name}:{PORT}/mcp"
-            if admitted(i, j):
+            if addr is None:
+                continue  # replicas: no fixed address for a script to try
+            if stack.serves(i, j):
                 route = (
                     f"a=$(nslookup {name}. | awk '/^Name:/{{n=1}} n && /^Address/{{print $2; exit}}'); "
                     f"[ -n \"$a\" ] && nc -w 1 \"$a\" {PORT} </dev/null"
@@ -242,12 +286,23 @@ def run_probe(stack: Stack, busybox: str, run_label: str, probe) -> str | None:
     return None if ok else f"{kind} from {client}: exit {out.returncode} {out.stderr.strip()[:200]}"
 
 
-def baseline(stack: Stack, busybox: str, parallel: int, run_label: str) -> tuple[float, list]:
+def sample(work: list, at_most: int) -> list:
+    """Every k-th probe, at most `at_most` of them, spread over every client."""
+    if len(work) <= at_most:
+        return work
+    step = len(work) / at_most
+    return [work[int(k * step)] for k in range(at_most)]
+
+
+def baseline(stack: Stack, busybox: str, parallel: int, run_label: str, at_most: int) -> tuple[float, list]:
+    """Wall time of every probe (estimated from a sample when there are more than
+    `at_most`: the sample's time scaled by how many probes it stands for)."""
     work = probes(stack)
+    picked = sample(work, at_most)
     start = time.monotonic()
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        errors = [e for e in pool.map(lambda p: run_probe(stack, busybox, run_label, p), work) if e]
-    return time.monotonic() - start, errors
+        errors = [e for e in pool.map(lambda p: run_probe(stack, busybox, run_label, p), picked) if e]
+    return (time.monotonic() - start) * len(work) / len(picked), errors
 
 
 # ---------------------------------------------------------------- cordon
@@ -266,6 +321,23 @@ def run_cordon(stack: Stack, binary: str, suite: str, results: Path) -> tuple[fl
     proc.returncode = os.waitstatus_to_exitcode(status)
     output += f"\ncpu {usage.ru_utime:.2f}s user {usage.ru_stime:.2f}s system"
     return wall, usage.ru_maxrss, proc.returncode, output
+
+
+def cpu_of(output: str) -> float:
+    """user + system seconds from the `cpu ...` line run_cordon appends."""
+    words = output.rsplit("\n", 1)[-1].split()
+    try:
+        return float(words[1].rstrip("s")) + float(words[3].rstrip("s"))
+    except (IndexError, ValueError):
+        return 0.0
+
+
+def cost_of(results: Path) -> dict:
+    """What the run asked of the engine and the kernel (report.json's `cost`)."""
+    try:
+        return json.loads((results / "report.json").read_text())["report"].get("cost", {})
+    except (OSError, KeyError, ValueError):
+        return {}
 
 
 def checks_in(results: Path) -> int:
@@ -327,14 +399,15 @@ def spread(xs: list[float]) -> str:
 
 
 def table(rows: dict, variants: list[str], runs: int) -> str:
-    head = (f"{'pairs':>5} {'ctrs':>4} {'checks':>6} {'cordon':>8} | {'cordon s med [min-max]':>24} {'RSS MiB':>7} | "
-            f"{'seq s med [min-max]':>24} | {'par8 s med [min-max]':>24} | {'seq/cordon':>10} {'par8/cordon':>11} | "
-            f"{'fail/unstable':>13} {'baseline misjudged':>18}")
+    head = (f"{'pairs':>5} {'ctrs':>4} {'up s':>5} {'checks':>6} {'cordon':>8} | {'cordon s med [min-max]':>24} "
+            f"{'cpu s':>6} {'RSS MiB':>7} | {'seq s med [min-max]':>24} | {'par8 s med [min-max]':>24} | "
+            f"{'seq/cordon':>10} {'par8/cordon':>11} | {'fail/unstable':>13} {'misjudged':>9} {'differ':>6}")
     lines = [f"median of {runs} run(s); the baselines run the route, reach and session probes "
-             "only (one docker run each), cordon the whole compose suite",
-             "fail/unstable: cordon runs that exited non-zero / reported engine instability (transient "
-             "connects); baseline misjudged: probes that saw what cordon does not (e.g. a reach that "
-             "crossed networks once)", head, "-" * len(head)]
+             "only (one docker run each; past --baseline-sample probes, a sample's time scaled up), cordon the "
+             "suite's families",
+             "up s: bring-up of the stack; fail/unstable: cordon runs that exited non-zero / reported engine "
+             "instability; misjudged: baseline probes that saw what cordon does not; differ: verdicts that "
+             "differ from the same suite at concurrency 8", head, "-" * len(head)]
     for pairs, r in sorted(rows.items()):
         seq = f"{spread(r['seq']):>24}" if r["seq"] else f"{'-':>24}"
         par = f"{spread(r['par8']):>24}" if r["par8"] else f"{'-':>24}"
@@ -342,16 +415,35 @@ def table(rows: dict, variants: list[str], runs: int) -> str:
             c = statistics.median(r[v]["wall"])
             rs = f"{statistics.median(r['seq']) / c:10.1f}" if r["seq"] else f"{'-':>10}"
             rp = f"{statistics.median(r['par8']) / c:11.1f}" if r["par8"] else f"{'-':>11}"
-            lines.append(f"{pairs:>5} {r['containers']:>4} {r[v]['checks']:>6} {v:>8} | {spread(r[v]['wall']):>24} "
+            lines.append(f"{pairs:>5} {r['containers']:>4} {r['up']:5.0f} {r[v]['checks']:>6} {v:>8} | "
+                         f"{spread(r[v]['wall']):>24} {statistics.median(r[v]['cpu']):6.2f} "
                          f"{max(r[v]['rss']) / 1024:7.1f} | {seq} | {par} | {rs} {rp} | "
-                         f"{r[v]['failed']:>6}/{r[v]['unstable']:<6} {r['misjudged']:>18}")
-    if 100 in rows and 200 in rows:
-        series = [(v, f"cordon {v}", lambda r, v=v: r[v]["wall"]) for v in variants]
-        series += [(k, f"baseline {k}", lambda r, k=k: r[k]) for k in ("seq", "par8")]
-        for _, name, get in series:
-            if get(rows[100]) and get(rows[200]):
-                per = (statistics.median(get(rows[200])) - statistics.median(get(rows[100]))) / 100 * 1000
-                lines.append(f"marginal cost per pair, 100 -> 200 pairs: {name}: {per:.1f} ms")
+                         f"{r[v]['failed']:>6}/{r[v]['unstable']:<6} {r['misjudged']:>9} {r['disagree']:>6}")
+    lines.append("")
+    lines.append("how cost grows (per pair, and the ratio to the previous size's per-pair figure; a ratio "
+                 "well above 1 is work growing faster than the pairs):")
+    for v in variants:
+        previous = None
+        for pairs, r in sorted(rows.items()):
+            figures = {"wall ms": statistics.median(r[v]["wall"]) * 1000, "cpu ms": statistics.median(r[v]["cpu"]) * 1000,
+                       "RSS KiB": max(r[v]["rss"])}
+            figures.update({k.replace("_", " "): float(n) for k, n in sorted(r[v]["cost"].items())})
+            per = {k: x / pairs for k, x in figures.items()}
+            cells = []
+            for k, x in per.items():
+                ratio = f" ({x / previous[k]:.2f}x)" if previous and previous.get(k) else ""
+                cells.append(f"{k} {x:.2f}{ratio}")
+            lines.append(f"  {v} {pairs:>5} pairs: " + ", ".join(cells))
+            previous = per
+    sizes = sorted(rows)
+    for a, b in zip(sizes, sizes[1:]):
+        for v in variants:
+            per = (statistics.median(rows[b][v]["wall"]) - statistics.median(rows[a][v]["wall"])) / (b - a) * 1000
+            lines.append(f"marginal cost per pair, {a} -> {b} pairs: cordon {v}: {per:.2f} ms")
+        for k in ("seq", "par8"):
+            if rows[a][k] and rows[b][k]:
+                per = (statistics.median(rows[b][k]) - statistics.median(rows[a][k])) / (b - a) * 1000
+                lines.append(f"marginal cost per pair, {a} -> {b} pairs: baseline {k}: {per:.2f} ms")
     return "\n".join(lines)
 
 
@@ -359,7 +451,7 @@ def table(rows: dict, variants: list[str], runs: int) -> str:
 
 
 def free_block(candidates: list[str]) -> tuple[str, int]:
-    """The first block of 16 /24s (a /20) no docker network overlaps: Docker 20.10 sometimes
+    """The first block of BLOCK /24s no docker network overlaps: Docker 20.10 sometimes
     keeps a network with a stale endpoint after `down`, blocking its subnet until dockerd
     restarts."""
     ids = subprocess.run(["docker", "network", "ls", "-q"], capture_output=True, text=True).stdout.split()
@@ -370,12 +462,38 @@ def free_block(candidates: list[str]) -> tuple[str, int]:
     for u in used:
         octets = u.split("/")[0].split(".")
         if len(octets) == 4:
-            taken.add((f"{octets[0]}.{octets[1]}", int(octets[2]) // 16))
+            taken.add((f"{octets[0]}.{octets[1]}", int(octets[2]) // BLOCK))
     for c in candidates:
-        for m in range(16):
+        for m in range(256 // BLOCK):
             if (c, m) not in taken:
                 return c, m
-    raise RuntimeError(f"every /20 of {candidates} overlaps a docker network")
+    raise RuntimeError(f"every block of {BLOCK} /24s in {candidates} overlaps a docker network")
+
+
+def derived_suite(base: str, out: Path, families: str, concurrency: int | None = None) -> str:
+    """`base` with its `families:` (unless `all`) and `concurrency:` lines replaced."""
+    lines = []
+    for line in Path(base).read_text().splitlines():
+        if families != "all" and line.startswith("families:"):
+            line = f"families: [{families}]"
+        if concurrency is not None and line.startswith("concurrency:"):
+            line = f"concurrency: {concurrency}"
+        lines.append(line)
+    out.write_text("\n".join(lines) + "\n")
+    return str(out)
+
+
+def verdicts(results: Path) -> dict:
+    try:
+        report = json.loads((results / "report.json").read_text())["report"]
+    except (OSError, KeyError, ValueError):
+        return {}
+    return {r["name"]: r["verdict"] for r in report["results"]}
+
+
+def disagreement(a: dict, b: dict) -> list[str]:
+    out = [f"{n}: {a.get(n, 'absent')} vs {b.get(n, 'absent')}" for n in sorted(set(a) | set(b)) if a.get(n) != b.get(n)]
+    return out
 
 
 class Interrupted(Exception):
@@ -389,18 +507,25 @@ def on_signal(signum, _frame):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3, help="repetitions of each contender per size (default 3)")
-    ap.add_argument("--sizes", default="12,100,200", help=f"pair counts, of {sorted(SIZES)} (default all)")
-    ap.add_argument("--cordon", default=str(REPO / "target/release/cordon"), help="the cordon binary")
+    ap.add_argument("--sizes", default="12,100,200,1000,5000", help=f"pair counts, of {sorted(SIZES)} (default all)")
+    ap.add_argument("--cordon", required=True, help="the cordon binary (benches/scale.sh asks cargo where it is)")
     ap.add_argument("--suite", default=str(REPO / "suites/compose.yaml"), help="the suite cordon runs")
     ap.add_argument("--fixture-image", default=os.environ.get("FIXTURE_TAG", "cordon-fixture:dev"))
     ap.add_argument("--busybox-image", default=os.environ.get("BUSYBOX_TAG", "cordon-busybox:dev"))
     ap.add_argument("--subnets", default="10.161-169",
                     help="the /16s the stacks may use, first two octets (default 10.161-169); each size takes "
-                         "the first /20 in them no docker network overlaps")
+                         f"the first block of {BLOCK} /24s in them no docker network overlaps")
     ap.add_argument("--also", action="append", default=[], metavar="NAME=BINARY[,SUITE]",
                     help="another cordon to run interleaved with the rest (e.g. a build of main: "
                          "before=/tmp/cordon-main,/tmp/compose-main.yaml); one table row each")
     ap.add_argument("--only-cordon", action="store_true", help="skip the baselines (quick iterations)")
+    ap.add_argument("--families", default="all",
+                    help="the suite's families cordon runs, comma-separated, or `all` (default) for the suite as is")
+    ap.add_argument("--baseline-sample", type=int, default=400, metavar="N",
+                    help="run at most N of the baseline's probes and scale its time by how many there are "
+                         "(default 400)")
+    ap.add_argument("--no-agreement", action="store_true",
+                    help="skip the run at concurrency 8 whose verdicts every other run must match")
     ap.add_argument("--profile", action="store_true", help="print per-family own and queue time of cordon's checks")
     args = ap.parse_args()
 
@@ -431,26 +556,41 @@ def main() -> int:
             stack = Stack(pairs, free_block(candidates), args.fixture_image, workdir, run_id)
             print(f"== {pairs} pairs ({stack.clients} clients x {stack.providers} providers, "
                   f"{stack.containers()} containers): deploying {stack.project}", file=sys.stderr, flush=True)
-            stack.up()
+            brought_up = stack.up()
+            print(f"   brought up in {brought_up:.1f}s ({len(stack.networks())} networks)", file=sys.stderr, flush=True)
             results = stack.dir / "results"
+            suites = {v: derived_suite(suite, stack.dir / f"suite-{v}.yaml", args.families)
+                      for v, (_, suite) in variants.items()}
             # Warm-up: waits until every container serves (cordon retries "not ready").
-            _, _, code, output = run_cordon(stack, args.cordon, args.suite, results)
+            _, _, code, output = run_cordon(stack, args.cordon, suites["this"], results)
             if code != 0:
                 raise RuntimeError(f"cordon's warm-up run exited {code}:\n{output[-3000:]}")
-            row = {"seq": [], "par8": [], "containers": stack.containers(), "misjudged": 0}
+            reference = {}
+            if not args.no_agreement:
+                # The verdicts every run must reach: the same suite, 8 checks at a time.
+                slow = derived_suite(variants["this"][1], stack.dir / "suite-8.yaml", args.families, 8)
+                wall, _, code, _ = run_cordon(stack, args.cordon, slow, results)
+                reference = verdicts(results)
+                print(f"   concurrency 8: {wall:.2f}s, exit {code}, {len(reference)} verdicts", file=sys.stderr, flush=True)
+            row = {"seq": [], "par8": [], "containers": stack.containers(), "misjudged": 0, "up": brought_up,
+                   "disagree": 0}
             for v in variants:
-                row[v] = {"wall": [], "rss": [], "checks": 0, "failed": 0, "unstable": 0}
+                row[v] = {"wall": [], "rss": [], "cpu": [], "checks": 0, "failed": 0, "unstable": 0, "cost": {}}
             contenders = list(variants) + ([] if args.only_cordon else ["seq", "par8"])
             for run in range(args.runs):
                 # Interleaved, and rotated so no contender always follows the same one.
                 for who in contenders[run % len(contenders):] + contenders[:run % len(contenders)]:
                     if who in variants:
-                        binary, suite = variants[who]
-                        wall, rss, code, output = run_cordon(stack, binary, suite, results)
+                        binary, _ = variants[who]
+                        wall, rss, code, output = run_cordon(stack, binary, suites[who], results)
                         v = row[who]
                         v["wall"].append(wall)
                         v["rss"].append(rss)
+                        v["cpu"].append(cpu_of(output))
+                        v["cost"] = cost_of(results)
                         v["checks"] = checks_in(results)
+                        differ = disagreement(reference, verdicts(results)) if reference else []
+                        row["disagree"] += len(differ)
                         unstable = transient_checks(results)
                         v["unstable"] += bool(unstable)
                         note = f"RSS {rss / 1024:.1f} MiB, {output.rsplit(chr(10), 1)[-1]}"
@@ -459,13 +599,17 @@ def main() -> int:
                         if code != 0:
                             v["failed"] += 1
                             note += f"; exit {code}:\n{output[-3000:]}"
+                        if differ:
+                            note += f"; {len(differ)} verdict(s) differ from concurrency 8:\n     " + "\n     ".join(differ[:10])
                         if args.profile:
                             note += "\n" + "\n".join(profile(results))
                     else:
-                        wall, errors = baseline(stack, args.busybox_image, 1 if who == "seq" else 8, run_label)
+                        wall, errors = baseline(stack, args.busybox_image, 1 if who == "seq" else 8, run_label,
+                                                args.baseline_sample)
                         row[who].append(wall)
                         row["misjudged"] += len(errors)
-                        note = f"{len(probes(stack))} probes"
+                        n = len(probes(stack))
+                        note = f"{n} probes" + (f" (estimated from {args.baseline_sample})" if n > args.baseline_sample else "")
                         if errors:
                             note += f"; {len(errors)} saw what cordon does not:\n     " + "\n     ".join(errors[:10])
                     print(f"   run {run + 1} {who:<8} {wall:7.2f}s  {note}", file=sys.stderr, flush=True)

@@ -37,14 +37,9 @@ if ! $print_binary; then
     docker info >/dev/null 2>&1 || die "docker engine not reachable (start dockerd)"
 fi
 
-# Builds the static fixture binary and prints the path cargo reports for it: with
-# CARGO_TARGET_DIR set (or a build.target-dir in cargo's config) it is not under
-# fixtures/target, and a guessed path would find nothing, or a stale binary.
+# The static fixture binary, where cargo put it (docker/static-binary.sh).
 build_fixture() {
-    printf '+ %s\n' "$cargo build --release --locked --target $target --manifest-path $repo/fixtures/Cargo.toml --message-format=json-render-diagnostics" >&2
-    RUSTFLAGS="-C target-feature=+crt-static" "$cargo" build --release --locked --target "$target" \
-        --manifest-path "$repo/fixtures/Cargo.toml" --message-format=json-render-diagnostics \
-        | sed -n 's/.*"executable":"\([^"]*\/cordon-fixture\)".*/\1/p' | tail -n 1
+    bash "$here/static-binary.sh" "$repo/fixtures/Cargo.toml" cordon-fixture
 }
 
 ctx="$(mktemp -d -t cordon-images.XXXXXX)"
@@ -54,11 +49,6 @@ trap 'rm -rf "$ctx"' EXIT
 say "building the static cordon-fixture binary ($target, crt-static)"
 start=$(date +%s)
 bin="$(build_fixture)" || die "cargo build of the fixtures failed"
-[ -n "$bin" ] || die "cargo reported no cordon-fixture executable"
-[ -x "$bin" ] || die "cargo reported $bin, which is not an executable file"
-if command -v file >/dev/null; then
-    file "$bin" | grep -Eq 'statically linked|static-pie linked' || die "$bin is not statically linked: $(file "$bin")"
-fi
 say "binary ready in $(( $(date +%s) - start ))s: $bin ($(du -h "$bin" | cut -f1))"
 if $print_binary; then
     printf '%s\n' "$bin"

@@ -2,22 +2,22 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use libtest_mimic::Arguments;
 
 use crate::checks;
+use crate::compare::{self, CompareRequest, Earlier};
 use crate::config::{ConfigErrors, Mode, Outputs, Scenario, Suite};
-use crate::deployment::Deployment;
-use crate::engine::Engine;
+use crate::deployment::DiscoveryError;
 use crate::exit;
+use crate::interrupt;
 use crate::model::{CheckName, CheckResult, RunReport, Verdict};
-use crate::netns::{self, NsPool};
+use crate::netns::NsPool;
 use crate::report::live::{LiveConsole, LiveEvents};
 use crate::report::{self, console};
 use crate::runner::{self, Check, RunClock, RunContext};
 use crate::secret::Redactor;
-use crate::topology::{Topology, TopologyError};
 
 pub struct RunRequest {
     pub scenario: Scenario,
@@ -27,6 +27,8 @@ pub struct RunRequest {
     pub results_dir: Option<PathBuf>,
     /// The compose project; overrides the scenario's `project`.
     pub project: Option<String>,
+    /// `--compare`: earlier runs to say what changed since.
+    pub compare: Option<CompareRequest>,
 }
 
 fn mode_name(mode: Mode) -> &'static str {
@@ -35,49 +37,6 @@ fn mode_name(mode: Mode) -> &'static str {
         Mode::Compose => "compose",
         Mode::Swarm => "swarm",
     }
-}
-
-/// Why discovery stopped: an engine or namespace problem (exit 3), or a scenario that
-/// names what the deployment does not have (exit 2).
-enum DiscoveryError {
-    Infrastructure(String),
-    Scenario(String),
-}
-
-/// Reads the deployment from the engine and proves a namespace can be entered, so an
-/// unprivileged run stops at once with what to do instead of waiting out the deadline.
-async fn discover(
-    project: &str,
-    scenario: &Scenario,
-    deadline: Duration,
-    retry: Duration,
-    connect_timeout: Duration,
-) -> Result<(Engine, Topology), DiscoveryError> {
-    let infra = |e: String| DiscoveryError::Infrastructure(e);
-    let engine = Engine::connect_within(connect_timeout).await.map_err(|e| infra(e.to_string()))?;
-    let started = Instant::now();
-    // Right after a deploy some containers may not be running yet: wait for them as
-    // for any other not-ready answer, up to the suite's deadline.
-    let topology = loop {
-        match Topology::discover(&engine, project, scenario).await {
-            Ok(t) => break t,
-            Err(TopologyError::Missing { missing, .. }) if started.elapsed() + retry < deadline => {
-                eprintln!(
-                    "waiting: {} not running yet ({:.0}s of {:.0}s)",
-                    missing.join(", "),
-                    started.elapsed().as_secs_f64(),
-                    deadline.as_secs_f64()
-                );
-                tokio::time::sleep(retry.max(Duration::from_secs(1))).await;
-            }
-            Err(e @ TopologyError::Mismatch { .. }) => return Err(DiscoveryError::Scenario(e.to_string())),
-            Err(e) => return Err(infra(e.to_string())),
-        }
-    };
-    if let Some(target) = topology.services.values().flatten().next() {
-        netns::run_in_netns_async(target.pid, |_| async {}).await.map_err(|e| infra(e.to_string()))?;
-    }
-    Ok((engine, topology))
 }
 
 pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redactor) -> i32 {
@@ -89,7 +48,7 @@ pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redact
 }
 
 pub fn execute(request: RunRequest) -> i32 {
-    let RunRequest { scenario, mut suite, redactor, tests, results_dir, project } = request;
+    let RunRequest { scenario, mut suite, redactor, tests, results_dir, project, compare } = request;
     if let Some(dir) = results_dir {
         suite.outputs.override_dir(dir, "--results");
     }
@@ -110,6 +69,9 @@ pub fn execute(request: RunRequest) -> i32 {
         console::list(&tests, &names);
         return exit::OK;
     }
+    for (entry, matched) in runner::pattern_coverage(&suite.known_failures, &names) {
+        eprintln!("{}", crate::text::sanitize(&runner::describe_coverage(entry, &matched)));
+    }
     let (selected, unselected): (Vec<_>, Vec<_>) =
         planned.into_iter().partition(|c| console::is_selected(&tests, &c.name().to_string()));
     let unselected: Vec<String> = unselected.iter().map(|c| c.name().to_string()).collect();
@@ -126,6 +88,14 @@ pub fn execute(request: RunRequest) -> i32 {
         }
         return exit::USAGE;
     }
+    // Read before this run writes anything: the newest run found is an earlier one.
+    let earlier = match compare.map(|c| compare::load(&c.path, &suite.outputs.json, c.window)).transpose() {
+        Ok(e) => e,
+        Err(message) => {
+            eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
+            return exit::USAGE;
+        }
+    };
 
     let started_at = SystemTime::now();
     let started = Instant::now();
@@ -143,12 +113,15 @@ pub fn execute(request: RunRequest) -> i32 {
         duration: started.elapsed(),
         results,
         filtered_out,
+        cost: crate::cost::Cost::now(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("cannot start the tokio runtime");
+    // One clock for the run: discovery's waiting spends the same deadline as the checks.
+    let clock = RunClock::new(&suite);
     let deployment = match mode {
         Mode::Host => None,
         Mode::Compose | Mode::Swarm => {
@@ -160,65 +133,49 @@ pub fn execute(request: RunRequest) -> i32 {
                 );
                 return exit::USAGE;
             };
-            if mode == Mode::Swarm {
-                eprintln!("resolving swarm stack `{project}` through the Docker engine (a manager)");
-                let found = runtime.block_on(crate::deployment::discover_swarm(
-                    &project,
-                    &scenario,
-                    &suite.engines,
-                    suite.deadline,
-                    suite.retry_interval,
-                ));
-                match found {
-                    Ok(d) => Some(Arc::new(d)),
-                    Err((message, scenario_problem)) => {
-                        eprintln!("error: {}", redactor.redact(&message));
-                        return if scenario_problem { exit::USAGE } else { exit::INFRASTRUCTURE };
-                    }
+            let what = if mode == Mode::Swarm { "swarm stack" } else { "compose project" };
+            eprintln!("resolving {what} `{project}` through the Docker engine");
+            let found = crate::deployment::discover(mode, &project, &scenario, &suite, clock.started);
+            let Some(found) = runtime.block_on(interrupt::unless_interrupted(found)) else {
+                return interrupted(runtime);
+            };
+            match found {
+                Ok(d) => Some(Arc::new(d)),
+                Err(DiscoveryError::Scenario(message)) => {
+                    let message = crate::text::sanitize(&redactor.redact(&message));
+                    eprintln!("error: invalid scenario {}: {message}", scenario.file.display());
+                    return exit::USAGE;
                 }
-            } else {
-                eprintln!("resolving compose project `{project}` through the Docker engine");
-                let connect_timeout = suite.limits.connect_timeout;
-                match runtime.block_on(discover(
-                    &project,
-                    &scenario,
-                    suite.deadline,
-                    suite.retry_interval,
-                    connect_timeout,
-                )) {
-                    Ok((engine, topology)) => {
-                        Some(Arc::new(Deployment::new(mode, &project, Some(engine), scenario.clone(), topology)))
-                    }
-                    Err(DiscoveryError::Scenario(message)) => {
-                        let message = crate::text::sanitize(&redactor.redact(&message));
-                        eprintln!("error: invalid scenario {}: {message}", scenario.file.display());
-                        return exit::USAGE;
-                    }
-                    Err(DiscoveryError::Infrastructure(message)) => {
-                        eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
-                        // Reports still say what was planned and why none of it ran.
-                        let reason = format!("not run: {message}");
-                        let results = selected
-                            .iter()
-                            .map(|c| CheckResult::new(c.name(), Verdict::Unreachable, reason.clone()))
-                            .collect();
-                        let report = report_of(results);
-                        return finish(&tests, &report, &unselected, &outputs, &redactor, None);
-                    }
+                Err(DiscoveryError::Infrastructure(message)) => {
+                    eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
+                    let report = report_of(not_run(&selected, &message));
+                    return finish(&tests, &report, &unselected, &outputs, &redactor, None, earlier.as_ref());
                 }
             }
         }
     };
     let pool = deployment.as_ref().map(|d| d.pool.clone()).unwrap_or_else(|| Arc::new(NsPool::new()));
-    let clock = RunClock::new(&suite);
     let ctx = Arc::new(RunContext { scenario, suite, redactor: redactor.clone(), deployment, pool, clock });
     let names: Vec<String> = selected.iter().map(|c| c.name().to_string()).collect();
     let console = LiveConsole::new(&tests, &names, redactor.clone());
-    let results = runtime.block_on(runner::run_checks(selected, ctx, Arc::new(LiveEvents(console.clone()))));
+    let run = runner::run_checks(selected, ctx, Arc::new(LiveEvents(console.clone())));
+    let Some(results) = runtime.block_on(interrupt::unless_interrupted(run)) else { return interrupted(runtime) };
     runtime.shutdown_background();
 
     let report = report_of(results);
-    finish(&tests, &report, &unselected, &outputs, &redactor, Some(&console))
+    finish(&tests, &report, &unselected, &outputs, &redactor, Some(&console), earlier.as_ref())
+}
+
+/// Discovery failed: the reports still say what was planned and why none of it ran.
+fn not_run(selected: &[Arc<dyn Check>], why: &str) -> Vec<CheckResult> {
+    let reason = format!("not run: {why}");
+    selected.iter().map(|c| CheckResult::new(c.name(), Verdict::Unreachable, reason.clone())).collect()
+}
+
+/// Ctrl-C, and what cordon made is undone: nothing is reported, the run ends at once.
+fn interrupted(runtime: tokio::runtime::Runtime) -> i32 {
+    runtime.shutdown_background();
+    exit::INTERRUPTED
 }
 
 /// Prints the console summary, writes the reports and picks the exit code. A failed check
@@ -230,6 +187,7 @@ fn finish(
     outputs: &Outputs,
     redactor: &Redactor,
     live: Option<&LiveConsole>,
+    earlier: Option<&Earlier>,
 ) -> i32 {
     match live {
         Some(console) => console.finish(unselected.len(), report.duration.as_secs_f64()),
@@ -255,8 +213,14 @@ fn finish(
         c.stale_baseline,
         report.duration.as_secs_f64()
     ));
+    // From the redacted report: the sections escape what they show, and an escaped
+    // secret would no longer be found by the redactor afterwards.
+    let since = earlier.map(|e| compare::since(e, &report::redacted(report, redactor)));
+    if let Some(since) = &since {
+        say(redactor.redact(report::since::console(since).trim_end()));
+    }
     let code = report.exit_code();
-    match report::write_all(report, outputs, redactor) {
+    match report::write_all(report, outputs, redactor, since.as_ref()) {
         Ok(paths) => {
             let copies = if outputs.timestamped {
                 crate::history::copy(&paths, &outputs.dir, report.started_at)
@@ -269,6 +233,14 @@ fn finish(
             if let Err(e) = copies {
                 eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&e.to_string())));
                 return exit_when_reports_fail(code);
+            }
+            match report::job_summary::append(&outputs.markdown_path()) {
+                Ok(Some(target)) => say(format!("appended the summary to {}", target.display())),
+                Ok(None) => {}
+                Err(e) => {
+                    eprintln!("error: {}", crate::text::sanitize(&e));
+                    return exit_when_reports_fail(code);
+                }
             }
             code
         }

@@ -11,61 +11,95 @@ use crate::config::{Expectation, Provider, ReadSpec, Refusal, Scenario, Suite, T
 use crate::exit;
 use crate::mcp::{Limits, Transport};
 use crate::secret::Redactor;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use compare_args::CompareArgs;
 use libtest_mimic::Arguments;
 
+mod compare_args;
+mod help;
+
 #[derive(Parser)]
-#[command(name = "cordon", version, about = "End-to-end contract and isolation checks for MCP deployments")]
+#[command(name = "cordon", about = "End-to-end contract and isolation checks for MCP deployments")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+/// The command line as parsed, with its help and version finished ([`help::polish`]):
+/// what `--help`, the shell completions and the man pages are made from.
+pub fn command() -> clap::Command {
+    help::polish(Cli::command())
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Run a suite against a scenario.
+    /// Run any suite against a scenario: host mode (contract checks from here), compose or
+    /// swarm, as the suite's `mode` says.
     Run {
-        #[arg(long)]
+        /// The suite file: mode, families, timeouts, baseline and outputs (suites/compose.yaml,
+        /// suites/swarm.yaml and suites/local.yaml are built in)
+        #[arg(long, value_name = "FILE")]
         suite: PathBuf,
-        #[arg(long)]
+        /// The scenario file: providers, clients, credential references, networks
+        #[arg(long, value_name = "FILE")]
         scenario: PathBuf,
-        /// Directory for JUnit, JSON and Markdown (overrides the suite's outputs.dir).
-        #[arg(long)]
+        /// Directory for the reports (JUnit, JSON, Markdown, HTML); overrides the suite's outputs.dir
+        #[arg(long, value_name = "DIR")]
         results: Option<PathBuf>,
-        /// Compose project (overrides the scenario's `project`).
+        /// The compose project or swarm stack (overrides the scenario's `project`)
         #[arg(long)]
         project: Option<String>,
         #[command(flatten)]
+        history: CompareArgs,
+        #[command(flatten)]
         tests: Arguments,
     },
-    /// Run suites/compose.yaml against a deployed compose project, from inside each
-    /// client container's network namespace (needs root and the Docker engine).
+    /// Run the compose suite against a deployed compose project, from inside each client
+    /// container's network namespace (needs root, or the image's run line, and the engine).
     Compose {
-        #[arg(long, default_value = "scenarios/reference.yaml")]
+        /// The scenario file: providers, clients, credential references, networks
+        #[arg(long, value_name = "FILE", default_value = "scenarios/reference.yaml")]
         scenario: PathBuf,
-        #[arg(long, default_value = "suites/compose.yaml")]
+        /// The suite file; the default is built in (a file at that path wins)
+        #[arg(long, value_name = "FILE", default_value = "suites/compose.yaml")]
         suite: PathBuf,
-        #[arg(long)]
+        /// Directory for the reports (JUnit, JSON, Markdown, HTML); overrides the suite's outputs.dir
+        #[arg(long, value_name = "DIR")]
         results: Option<PathBuf>,
+        /// The compose project (its `com.docker.compose.project` label; overrides the scenario's `project`)
         #[arg(long)]
         project: Option<String>,
         #[command(flatten)]
+        history: CompareArgs,
+        #[command(flatten)]
         tests: Arguments,
     },
-    /// Run suites/swarm.yaml against a swarm stack (`docker stack deploy`), from inside
-    /// each task's network namespace: setns on this node, a carrier on other nodes.
+    /// Run the swarm suite against a swarm stack (`docker stack deploy`), from inside each
+    /// task's network namespace: setns on this node, a carrier on other nodes.
     Swarm {
-        /// The stack's name (its `com.docker.stack.namespace`).
+        /// The stack's name (its `com.docker.stack.namespace`)
         #[arg(long)]
         stack: String,
-        #[arg(long, default_value = "scenarios/reference.yaml")]
+        /// The scenario file: providers, clients, credential references, networks
+        #[arg(long, value_name = "FILE", default_value = "scenarios/reference.yaml")]
         scenario: PathBuf,
-        #[arg(long, default_value = "suites/swarm.yaml")]
+        /// The suite file; the default is built in (a file at that path wins)
+        #[arg(long, value_name = "FILE", default_value = "suites/swarm.yaml")]
         suite: PathBuf,
-        #[arg(long)]
+        /// Directory for the reports (JUnit, JSON, Markdown, HTML); overrides the suite's outputs.dir
+        #[arg(long, value_name = "DIR")]
         results: Option<PathBuf>,
         #[command(flatten)]
+        history: CompareArgs,
+        #[command(flatten)]
         tests: Arguments,
+    },
+    /// Print a completion script for a shell, e.g.
+    /// `cordon completions bash > /etc/bash_completion.d/cordon`.
+    Completions {
+        /// The shell: bash, zsh or fish
+        #[arg(value_parser = ["bash", "zsh", "fish"])]
+        shell: String,
     },
     /// Runs one probe plan (JSON on stdin) where it stands; what carrier containers run.
     #[command(hide = true)]
@@ -87,12 +121,15 @@ enum Command {
         /// docker/reference/broken/), to see a run fail.
         #[arg(long, conflicts_with = "swarm")]
         variant: Option<String>,
-        /// Passed on to `cordon compose` (a filter, --skip, --list …).
+        /// Passed on to the suite's run, `cordon compose` or `cordon swarm` (a filter, --skip, --list …).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         extra: Vec<String>,
     },
     /// Check one endpoint's contract from here, without a scenario file.
     Probe(Box<ProbeArgs>),
+    /// Generate a scenario from a platform's role metadata (or `--check` one for drift).
+    #[command(subcommand)]
+    Import(crate::import::Platform),
     /// What a check proves, from where, and what the last run saw (from report.json).
     Explain {
         /// A check name, e.g. `reach::n8n-/->legacy`.
@@ -107,6 +144,7 @@ enum Command {
 struct ProbeArgs {
     /// The MCP endpoint, e.g. http://127.0.0.1:8000/mcp (or the /sse URL with --transport sse).
     url: String,
+    /// How the endpoint speaks MCP: streamable-http, or the legacy HTTP+SSE transport
     #[arg(long, value_parser = ["streamable-http", "sse"], default_value = "streamable-http")]
     transport: String,
     /// Environment variable holding the bearer the endpoint must accept.
@@ -121,6 +159,7 @@ struct ProbeArgs {
     /// Tools that mutate; they must not be served.
     #[arg(long, value_delimiter = ',')]
     mutating: Vec<String>,
+    /// The sha256 the served tools must hash to (canonical JSON of name, description, inputSchema)
     #[arg(long)]
     schema_sha256: Option<String>,
     /// The deterministic read tool to call.
@@ -138,21 +177,25 @@ struct ProbeArgs {
     /// The endpoint refuses with a JSON-RPC error (no session, no tools) instead of 401/403.
     #[arg(long)]
     refusal_jsonrpc: bool,
+    /// Longest wait for a TCP connection
     #[arg(long, default_value = "3s")]
     connect_timeout: String,
+    /// Longest wait for an answer once connected
     #[arg(long, default_value = "10s")]
     read_timeout: String,
     /// How long to keep retrying while the endpoint is not ready.
     #[arg(long, default_value = "0s")]
     deadline: String,
-    #[arg(long)]
+    /// Directory for the reports (JUnit, JSON, Markdown, HTML)
+    #[arg(long, value_name = "DIR")]
     results: Option<PathBuf>,
     #[command(flatten)]
     tests: Arguments,
 }
 
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let parsed = command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         // Help and version go to stdout as clap writes them.
         Err(e) if !e.use_stderr() => {
@@ -168,15 +211,16 @@ pub fn main() -> i32 {
     };
     let redactor = Redactor::new();
     let command = match cli.command {
-        Command::Swarm { stack, scenario, suite, results, tests } => {
-            Command::Run { suite, scenario, results, project: Some(stack), tests }
+        Command::Swarm { stack, scenario, suite, results, history, tests } => {
+            Command::Run { suite, scenario, results, project: Some(stack), history, tests }
         }
         Command::Agent => return crate::agent::main(),
+        Command::Completions { shell } => return completions(&shell),
         other => other,
     };
     match command {
-        Command::Run { suite, scenario, results, project, tests }
-        | Command::Compose { suite, scenario, results, project, tests } => {
+        Command::Run { suite, scenario, results, project, history, tests }
+        | Command::Compose { suite, scenario, results, project, history, tests } => {
             let scenario = match Scenario::load(&scenario, &redactor) {
                 Ok(s) => s,
                 Err(e) => return app::report_config_errors("scenario", &e, &redactor),
@@ -185,13 +229,15 @@ pub fn main() -> i32 {
                 Ok(s) => s,
                 Err(e) => return app::report_config_errors("suite", &e, &redactor),
             };
-            app::execute(RunRequest { scenario, suite, redactor, tests, results_dir: results, project })
+            let compare = history.request();
+            app::execute(RunRequest { scenario, suite, redactor, tests, results_dir: results, project, compare })
         }
         Command::Demo { keep, verbose, swarm, variant, extra } => {
             crate::demo::run(crate::demo::DemoArgs { keep, verbose, swarm, variant, extra })
         }
         Command::Explain { check, results } => crate::explain::run(&check, &results),
-        Command::Swarm { .. } | Command::Agent => unreachable!("mapped above"),
+        Command::Import(platform) => crate::import::run(platform),
+        Command::Swarm { .. } | Command::Agent | Command::Completions { .. } => unreachable!("mapped above"),
         Command::Probe(args) => match probe_request(*args, &redactor) {
             Ok(request) => app::execute(request),
             Err(message) => {
@@ -264,6 +310,7 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         sidecar_networks: None,
         app: None,
         networks: vec![],
+        boundary: Default::default(),
     };
     let scenario = Scenario {
         name: format!("probe {url}"),
@@ -282,5 +329,18 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         tests: args.tests,
         results_dir: args.results,
         project: None,
+        compare: None,
     })
+}
+
+/// `cordon completions SHELL`: the script, from the same definitions as `--help`.
+fn completions(shell: &str) -> i32 {
+    use clap_complete::Shell;
+    let shell = match shell {
+        "bash" => Shell::Bash,
+        "zsh" => Shell::Zsh,
+        _ => Shell::Fish,
+    };
+    clap_complete::generate(shell, &mut command(), "cordon", &mut std::io::stdout());
+    exit::OK
 }

@@ -1,5 +1,6 @@
-//! `cordon demo`: build the fixture images, deploy the reference stack, run the compose
-//! suite against it from inside each client's namespace, write the reports, tear down.
+//! `cordon demo`: import the reference stack's scenario from its role metadata, build the
+//! fixture images, deploy the stack, run the compose suite against it from inside each
+//! client's namespace, write the reports, tear down.
 //!
 //! Quiet by default: image builds and compose output go to `results/demo.log`, and the
 //! console shows one line per stage with its time; a stage that fails prints the tail of
@@ -11,14 +12,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use nix::sys::signal::{SigHandler, Signal, signal};
-
 use crate::engine::Engine;
 use crate::exit;
 
 pub const PROJECT: &str = "cordon-demo";
 /// The demo's networks live in 10.240.0.0/16; the end-to-end tests use other ranges.
 pub const SUBNET: &str = "10.240";
+/// The variables the reference stacks and scenario read their credentials from: the
+/// providers' bearers, and the dead ones nothing may accept (native's before its rotation,
+/// n8n's before native stopped admitting it).
+pub const TOKEN_VARS: [&str; 7] = [
+    "NATIVE_TOKEN",
+    "LEGACY_TOKEN",
+    "MODERN_TOKEN",
+    "GITEA_TOKEN",
+    "WIKI_TOKEN",
+    "NATIVE_TOKEN_OLD",
+    "NATIVE_N8N_TOKEN",
+];
 const COMPOSE_FILE: &str = "docker/reference/compose.yaml";
 const LOG: &str = "results/demo.log";
 /// Lines of the log shown when a stage fails.
@@ -41,7 +52,7 @@ struct StackFiles {
 }
 
 fn stack_files(variant: Option<&str>) -> Result<StackFiles, String> {
-    let mut files = StackFiles { compose: vec![COMPOSE_FILE.into()], scenario: "scenarios/reference.yaml".into() };
+    let mut files = StackFiles { compose: vec![COMPOSE_FILE.into()], scenario: reference::CHECKED_IN.into() };
     let Some(name) = variant else { return Ok(files) };
     let dir = Path::new("docker/reference/broken").join(name);
     if !crate::config::scenario::is_valid_id(name) || !dir.is_dir() {
@@ -62,6 +73,8 @@ fn stack_files(variant: Option<&str>) -> Result<StackFiles, String> {
     Ok(files)
 }
 
+mod child;
+mod reference;
 pub mod swarm;
 
 /// Where stage output goes: the terminal (verbose) or the demo log.
@@ -131,7 +144,7 @@ pub fn run(args: DemoArgs) -> i32 {
     if args.swarm {
         return swarm::run(args);
     }
-    let files = match stack_files(args.variant.as_deref()) {
+    let mut files = match stack_files(args.variant.as_deref()) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("error: {e}");
@@ -149,15 +162,29 @@ pub fn run(args: DemoArgs) -> i32 {
         return exit::INFRASTRUCTURE;
     }
     drop(runtime);
-    let tokens: Vec<(String, String)> = ["NATIVE_TOKEN", "LEGACY_TOKEN", "MODERN_TOKEN", "GITEA_TOKEN", "WIKI_TOKEN"]
-        .iter()
-        .map(|name| (name.to_string(), hex::encode(rand::random::<[u8; 16]>())))
-        .collect();
+    let tokens: Vec<(String, String)> =
+        TOKEN_VARS.iter().map(|name| (name.to_string(), hex::encode(rand::random::<[u8; 16]>()))).collect();
     let mut env = tokens.clone();
     env.push(("CORDON_SUBNET".into(), SUBNET.into()));
+    // The IPv6 prefix dual-stack variants use, derived from the IPv4 one as the tests do.
+    env.push(("CORDON_SUBNET6".into(), format!("fdcd:{}", SUBNET.replace('.', ":"))));
+    // The image docker/build-images.sh builds (FIXTURE_TAG), which the stack then runs.
+    env.push((
+        "CORDON_FIXTURE_IMAGE".into(),
+        std::env::var("FIXTURE_TAG").unwrap_or_else(|_| "cordon-fixture:dev".into()),
+    ));
     let mut stages = Stages::open(args.verbose);
     if !args.verbose {
         step(&format!("output of image builds and compose goes to {LOG} (--verbose shows it here)"));
+    }
+    if files.scenario == reference::CHECKED_IN {
+        match reference::import(Path::new("results")) {
+            Ok((path, account)) => {
+                step(&account);
+                files.scenario = path.display().to_string();
+            }
+            Err(code) => return code,
+        }
     }
 
     if !stages.run(Command::new("bash").arg("docker/build-images.sh"), "images ready", "building the images failed") {
@@ -178,40 +205,10 @@ pub fn run(args: DemoArgs) -> i32 {
         started.elapsed().as_secs_f64()
     ));
     let suite_started = Instant::now();
-    let exe = std::env::current_exe().expect("path of the running cordon binary");
     let suite =
         ["compose", "--project", PROJECT, "--scenario", files.scenario.as_str(), "--suite", "suites/compose.yaml"];
-    let mut child = Command::new(exe);
-    child.args(suite).args(&args.extra).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let chose_format =
-        args.extra.iter().any(|a| a.starts_with("--format") || a == "-q" || a == "--quiet" || a == "--list");
-    if !args.verbose && !chose_format {
-        // One dot per check keeps a passing demo on one screen; failures still print in full.
-        child.args(["--format", "terse"]);
-    }
-    if !args.verbose
-        && let Some(log) = stages.log.as_ref().and_then(|l| l.try_clone().ok())
-    {
-        // The suite's notes (discovery, waiting) go to the log; its results to the console.
-        child.stderr(Stdio::from(log));
-    }
-    let child = child.spawn();
-    // Ctrl-C stops the suite (the child), not the demo: the stack must still come down.
-    // SIGINT is ignored only after the spawn, so the child keeps the default.
-    // SAFETY: no other thread of this process installs signal handlers.
-    let previous = unsafe { signal(Signal::SIGINT, SigHandler::SigIgn) };
-    let code = child
-        .and_then(|mut c| c.wait())
-        .map(|s| s.code().unwrap_or(exit::INFRASTRUCTURE))
-        .unwrap_or(exit::INFRASTRUCTURE);
-    if let Ok(handler) = previous {
-        // SAFETY: as above; restores the disposition found before.
-        let _ = unsafe { signal(Signal::SIGINT, handler) };
-    }
-    if code == exit::USAGE || code == exit::INFRASTRUCTURE {
-        stages.show_tail();
-    }
-    print_matrix();
+    let code = child::run_suite(&mut stages, &suite, &args.extra, &env);
+    child::print_matrix(Path::new("results/report.json"));
     step(&format!(
         "suite finished in {:.1} s with exit code {code}; reports in results/ (report.html has the reach matrix)",
         suite_started.elapsed().as_secs_f64()
@@ -231,19 +228,6 @@ pub fn run(args: DemoArgs) -> i32 {
         );
     }
     code
-}
-
-/// The reach matrix of the run just finished, read back from its report.
-fn print_matrix() {
-    let Ok(text) = std::fs::read_to_string("results/report.json") else { return };
-    let Ok(report) = crate::model::RunReport::from_json(&text) else { return };
-    let matrix = crate::matrix::Matrix::from_report(&report);
-    if !matrix.is_empty() {
-        eprintln!(
-            "\nreach matrix (rows: clients; columns: providers and the apps behind sidecars):\n{}",
-            matrix.to_text()
-        );
-    }
 }
 
 fn count_containers() -> usize {
@@ -266,15 +250,4 @@ fn compose(files: &StackFiles, env: &[(String, String)]) -> Command {
 
 fn step(text: &str) {
     eprintln!("==> {text}");
-}
-
-/// Runs a command with its output on the terminal; false (and says why) when it fails.
-fn status(cmd: &mut Command) -> bool {
-    match cmd.status() {
-        Ok(s) => s.success(),
-        Err(e) => {
-            eprintln!("error: cannot run {:?}: {e}", cmd.get_program());
-            false
-        }
-    }
 }

@@ -136,6 +136,19 @@ impl Deployment {
         self.read_proc(target, |_| read).await
     }
 
+    /// The engine that runs `target`: this node's, or the one the suite names for its
+    /// node; `Err` says why there is none.
+    pub fn engine_of(&self, target: &Target) -> Result<Engine, String> {
+        match (self.carrier(target), &self.engine) {
+            (Carrier::There { engine, .. }, _) => Ok(engine),
+            (Carrier::Here, Some(engine)) => Ok(engine.clone()),
+            (Carrier::Here, None) => Err("cordon runs without an engine (host mode)".into()),
+            (Carrier::Nowhere { node }, _) => {
+                Err(format!("{} runs on node {node}, and the suite's `engines:` names no engine for it", target.name))
+            }
+        }
+    }
+
     fn carrier(&self, target: &Target) -> Carrier {
         let (Mode::Swarm, Some(node)) = (self.mode, &target.node) else { return Carrier::Here };
         let topology = self.topology();
@@ -262,43 +275,66 @@ impl Deployment {
     }
 }
 
-/// Connects to the manager (`DOCKER_HOST` or the local socket) and to every engine the
-/// suite's `engines:` names, then reads the stack, waiting while it converges (up to the
-/// suite's deadline). `Err((message, scenario_problem))`.
-pub async fn discover_swarm(
-    stack: &str,
+/// Why discovery stopped: an engine or namespace problem (exit 3), or a scenario that
+/// names what the deployment does not have (exit 2).
+pub enum DiscoveryError {
+    Infrastructure(String),
+    Scenario(String),
+}
+
+/// One discovery for compose and swarm: connects to the engine (`DOCKER_HOST` or the
+/// local socket; in swarm, also to every engine the suite's `engines:` names) within the
+/// suite's connect timeout, reads the project or stack, waiting while it converges until
+/// the run's deadline (counted from `started`, the run clock's start), and proves a
+/// namespace can be entered, so an unprivileged run stops at once with what to do.
+pub async fn discover(
+    mode: Mode,
+    project: &str,
     scenario: &Scenario,
-    engines: &std::collections::BTreeMap<String, String>,
-    deadline: Duration,
-    retry: Duration,
-) -> Result<Deployment, (String, bool)> {
-    let infra = |e: String| (e, false);
-    let engine = Engine::connect().await.map_err(|e| infra(e.to_string()))?;
+    suite: &crate::config::Suite,
+    started: Instant,
+) -> Result<Deployment, DiscoveryError> {
+    let infra = DiscoveryError::Infrastructure;
+    // The engine's first answer is a connect and two exchanges (version, ping): a busy
+    // engine that answers in a second and a half is slow, not unreachable.
+    let timeout = (suite.limits.connect_timeout + suite.limits.read_timeout).min(suite.deadline);
+    let engine = Engine::connect_within(timeout).await.map_err(|e| infra(e.to_string()))?;
     let mut nodes = NodeEngines::new();
-    for (node, url) in engines {
-        let other = Engine::connect_to(url).await.map_err(|e| infra(format!("the engine of node {node}: {e}")))?;
-        nodes.insert(node.clone(), other);
+    if mode == Mode::Swarm {
+        for (node, url) in &suite.engines {
+            let other = Engine::connect_to_within(url, timeout)
+                .await
+                .map_err(|e| infra(format!("the engine of node {node}: {e}")))?;
+            nodes.insert(node.clone(), other);
+        }
     }
-    let started = Instant::now();
+    let (deadline, retry) = (suite.deadline, suite.retry_interval);
+    let mut notes = crate::waiting::WaitNotes::new();
+    // Right after a deploy some containers or tasks may not be running yet: wait for them
+    // as for any other not-ready answer, up to the run's deadline.
     let topology = loop {
-        match Topology::discover_swarm(&engine, &nodes, stack, scenario).await {
+        let found = match mode {
+            Mode::Swarm => Topology::discover_swarm(&engine, &nodes, project, scenario).await,
+            _ => Topology::discover(&engine, project, scenario).await,
+        };
+        match found {
             Ok(t) => break t,
             Err(TopologyError::Missing { missing, .. }) if started.elapsed() + retry < deadline => {
-                eprintln!(
-                    "waiting: {} ({:.0}s of {:.0}s)",
-                    missing.join(", "),
-                    started.elapsed().as_secs_f64(),
-                    deadline.as_secs_f64()
-                );
+                let what = format!("{} not running yet", missing.join(", "));
+                if let Some(line) = notes.line(&what, started.elapsed(), deadline) {
+                    eprintln!("{line}");
+                }
                 tokio::time::sleep(retry.max(Duration::from_secs(1))).await;
             }
-            Err(e @ TopologyError::Mismatch { .. }) => return Err((e.to_string(), true)),
+            Err(e @ TopologyError::Mismatch { .. }) => return Err(DiscoveryError::Scenario(e.to_string())),
             Err(e) => return Err(infra(e.to_string())),
         }
     };
-    // An unprivileged run stops here, with what to do, instead of at the deadline.
     if let Some(target) = topology.services.values().flatten().find(|t| t.pid != 0) {
         crate::netns::run_in_netns_async(target.pid, |_| async {}).await.map_err(|e| infra(e.to_string()))?;
     }
-    Ok(Deployment::swarm(stack, engine, nodes, scenario.clone(), topology))
+    Ok(match mode {
+        Mode::Swarm => Deployment::swarm(project, engine, nodes, scenario.clone(), topology),
+        _ => Deployment::new(mode, project, Some(engine), scenario.clone(), topology),
+    })
 }

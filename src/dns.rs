@@ -19,6 +19,10 @@
 //!   When every candidate fails, the error of the *last* candidate is reported, so a
 //!   timeout on an early candidate followed by NXDOMAIN on the last is "no records".
 
+mod order;
+
+pub use order::{Libc, Policy, libc_of, sort as sort_like_libc};
+
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -159,6 +163,19 @@ impl std::fmt::Debug for ClientResolver {
     }
 }
 
+/// Why a wildcard probe got no verdict.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProbeError {
+    pub text: String,
+    pub timed_out: bool,
+}
+
+impl std::fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
 /// What unknown names resolve to from one client: the wildcard set W. An address in W
 /// proves nothing about a provider, whatever name produced it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -170,7 +187,13 @@ pub struct WildcardSet {
     pub probes: Vec<(String, Vec<IpAddr>)>,
     /// Probes that got no verdict (timeout, SERVFAIL): W may be incomplete when this is
     /// not empty.
-    pub errors: Vec<(String, String)>,
+    pub errors: Vec<(String, ProbeError)>,
+    /// Every unknown name timed out while this known name answered: the resolver has
+    /// nowhere to forward unknown names (the engine's DNS on an `internal: true` network),
+    /// so they resolve to nothing and W is empty. A lookup that times out then means
+    /// "unknown" too.
+    #[serde(default)]
+    pub unknown_names_time_out: Option<String>,
 }
 
 impl WildcardSet {
@@ -181,6 +204,12 @@ impl WildcardSet {
     /// Every probe got an answer (possibly empty): W is what the resolver says.
     pub fn is_complete(&self) -> bool {
         self.errors.is_empty()
+    }
+
+    /// Every probe timed out and none answered: what an `internal: true` network's DNS
+    /// does with unknown names (or a dead nameserver: a known name tells them apart).
+    pub fn all_timed_out(&self) -> bool {
+        self.probes.is_empty() && !self.errors.is_empty() && self.errors.iter().all(|(_, e)| e.timed_out)
     }
 }
 
@@ -228,6 +257,7 @@ impl ClientResolver {
         }
         let parsed =
             Name::from_ascii(name).map_err(|e| DnsError::BadName { name: name.to_string(), detail: e.to_string() })?;
+        crate::cost::NAME_LOOKUPS.add(1);
         match self.resolver.lookup_ip(parsed).await {
             Ok(found) => {
                 let mut out: Vec<IpAddr> = Vec::new();
@@ -271,7 +301,9 @@ impl ClientResolver {
                     set.addrs.extend(addrs.iter().copied());
                     set.probes.push((name, addrs));
                 }
-                Err(e) => set.errors.push((name, e.to_string())),
+                Err(e) => set
+                    .errors
+                    .push((name, ProbeError { text: e.to_string(), timed_out: matches!(e, DnsError::Timeout { .. }) })),
             }
         }
         set

@@ -9,3 +9,6 @@ pub const USAGE: i32 = 2;
 /// The harness could not get an answer: engine unreachable, namespace not enterable, or a
 /// check still unreachable when the suite's deadline passed.
 pub const INFRASTRUCTURE: i32 = 3;
+/// Ctrl-C: the run was interrupted and what cordon had made was undone (128 + SIGINT, as
+/// a shell reports a process that SIGINT ended).
+pub const INTERRUPTED: i32 = 130;

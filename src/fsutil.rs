@@ -85,6 +85,16 @@ const RESOLVE_IN_ROOT: u64 = 0x10;
 
 /// Reads `relative` (e.g. `etc/resolv.conf`) inside the root filesystem of `pid`, as that
 /// process sees it: symlinks resolve inside its root, never on the host.
+/// Whether `relative` names anything (a file, or a link to one) inside the root of `pid`;
+/// the look-up never leaves that root.
+pub fn exists_in_root(pid: u32, relative: &str) -> bool {
+    match read_in_root(pid, relative, 1) {
+        Ok(_) => true,
+        Err(ReadError::Io(e)) => e.kind() != io::ErrorKind::NotFound,
+        Err(_) => true,
+    }
+}
+
 pub fn read_in_root(pid: u32, relative: &str, cap: u64) -> Result<String, ReadError> {
     let root = File::open(format!("/proc/{pid}/root"))?;
     let path = std::ffi::CString::new(relative.trim_start_matches('/'))

@@ -210,6 +210,7 @@ mod tests {
             duration: Duration::ZERO,
             results,
             filtered_out: 0,
+            cost: Default::default(),
         }
     }
 

@@ -40,6 +40,7 @@ impl CheckName {
         }
     }
 
+    #[cfg(test)]
     pub fn with_aspect(family: Family, subject: impl Into<String>, aspect: impl Into<String>) -> Self {
         let subject = subject.into();
         Self { family, provider: Some(subject.clone()), subject, aspect: Some(aspect.into()), client: None }
@@ -110,12 +111,25 @@ pub enum FindingKind {
     MissingDeclaredNetwork,
     ViewsDisagree,
     Hardening,
+    // the boundary behind the handshake
+    DeniedToolRan,
+    ArgumentAccepted,
+    LimitNotEnforced,
+    CredentialHeld,
+    SecretInLog,
+    SecretInUrl,
+    Egress,
     // open webui
     ConnectionDrift,
     UnmanagedConnection,
     AccessDrift,
     ToolCallFailed,
     RestartDrift,
+    // flowise / n8n
+    RegistryDrift,
+    SecretInPlain,
+    SsrfGuardOff,
+    WorkflowDrift,
     // anything a family has not classified yet
     Other,
 }
@@ -204,6 +218,7 @@ impl Attempt {
         }
     }
 
+    #[cfg(test)]
     pub fn is_pass(&self) -> bool {
         matches!(self, Attempt::Pass { .. })
     }
@@ -311,6 +326,9 @@ pub struct RunReport {
     pub results: Vec<CheckResult>,
     /// Checks planned but left out by the name filter.
     pub filtered_out: usize,
+    /// What the run asked of the engine and the kernel (absent from older reports).
+    #[serde(default)]
+    pub cost: crate::cost::Cost,
 }
 
 fn as_unix_seconds<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
@@ -392,6 +410,7 @@ mod tests {
             duration: Duration::ZERO,
             results: verdicts.iter().map(|v| result(*v)).collect(),
             filtered_out: 0,
+            cost: Default::default(),
         }
     }
 

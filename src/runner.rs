@@ -10,7 +10,7 @@ use tokio::sync::Semaphore;
 
 use crate::config::{KnownFailure, Provider, Scenario, Suite};
 use crate::deployment::Deployment;
-use crate::model::{Attempt, CheckName, CheckResult, Verdict, reason_of};
+use crate::model::{Attempt, CheckName, CheckResult, Finding, Verdict, reason_of};
 use crate::netns::NsPool;
 use crate::secret::Redactor;
 
@@ -104,29 +104,6 @@ pub trait Events: Send + Sync {
     fn check_finished(&self, _result: &CheckResult) {}
 }
 
-/// Waiting notes to stderr, redacted.
-pub struct StderrProgress {
-    pub redactor: Redactor,
-}
-
-impl Events for StderrProgress {
-    fn waiting(&self, check: &str, reason: &str, elapsed: Duration, deadline: Duration) {
-        let left = deadline.saturating_sub(elapsed);
-        eprintln!(
-            "{}",
-            self.redactor.redact(&format!(
-                "waiting: {check} not ready after {:.0}s ({reason}); retrying for {:.0}s more",
-                elapsed.as_secs_f64(),
-                left.as_secs_f64()
-            ))
-        );
-    }
-}
-
-/// Events nobody watches.
-pub struct Silent;
-impl Events for Silent {}
-
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// Fits the process to hundreds of checks in flight, best effort:
@@ -156,7 +133,9 @@ pub async fn run_checks(
     events.run_started(checks.len());
     let permits = Arc::new(Semaphore::new(ctx.suite.concurrency.max(1)));
     let mut handles = Vec::with_capacity(checks.len());
-    for check in checks {
+    let mut slots: Vec<Option<(CheckName, tokio::task::JoinHandle<CheckResult>)>> = Vec::new();
+    slots.resize_with(checks.len(), || None);
+    for (index, check) in start_order(checks) {
         let ctx = ctx.clone();
         let permits = permits.clone();
         let events = events.clone();
@@ -167,8 +146,9 @@ pub async fn run_checks(
             events.check_finished(&result);
             result
         });
-        handles.push((name, handle));
+        slots[index] = Some((name, handle));
     }
+    handles.extend(slots.into_iter().flatten());
     let mut results = Vec::with_capacity(handles.len());
     for (name, handle) in handles {
         results.push(match handle.await {
@@ -184,6 +164,23 @@ pub async fn run_checks(
         });
     }
     results
+}
+
+/// The checks with their place in the plan, in the order they start: the checks of one
+/// client×provider pair one after another (route, reach, session, … of `c1->p1`, then of
+/// `c1->p2`), the others first, each group in plan order. The checks of one pair ask the
+/// same namespace for the same name and the same provider's sockets: started together,
+/// they share one lookup and one read instead of repeating them seconds apart.
+fn start_order(checks: Vec<Arc<dyn Check>>) -> Vec<(usize, Arc<dyn Check>)> {
+    let mut order: Vec<(usize, Arc<dyn Check>)> = checks.into_iter().enumerate().collect();
+    order.sort_by(|(a, x), (b, y)| {
+        let pair = |c: &Arc<dyn Check>| {
+            let n = c.name();
+            n.client.clone().zip(n.provider.clone())
+        };
+        pair(x).cmp(&pair(y)).then(a.cmp(b))
+    });
+    order
 }
 
 async fn run_one(check: &dyn Check, ctx: &RunContext, permits: &Semaphore, events: &dyn Events) -> CheckResult {
@@ -270,6 +267,7 @@ pub const TRANSIENT_MARK: &str = "transient: ";
 /// Turns listed failures into known failures, and listed passes into a stale baseline.
 /// An unreachable check stays unreachable: the baseline vouches for a known contract
 /// violation, not for a provider that is down.
+#[cfg(test)]
 pub fn apply_baseline(results: &mut [CheckResult], known: &[KnownFailure]) {
     for result in results.iter_mut() {
         apply_baseline_to(result, known);
@@ -277,29 +275,88 @@ pub fn apply_baseline(results: &mut [CheckResult], known: &[KnownFailure]) {
 }
 
 fn apply_baseline_to(result: &mut CheckResult, known: &[KnownFailure]) {
-    let Some(entry) = known.iter().find(|k| k.check == result.name) else { return };
+    let entries: Vec<&KnownFailure> = known.iter().filter(|k| k.check.matches(&result.name)).collect();
+    if entries.is_empty() {
+        return;
+    }
+    let accepted = || entries.iter().map(|k| k.finding.to_string()).collect::<Vec<_>>().join("; ");
     match result.verdict {
         Verdict::Failed => {
+            let unaccepted: Vec<Finding> =
+                result.findings.iter().filter(|f| !entries.iter().any(|k| k.finding.matches(f))).cloned().collect();
+            if !unaccepted.is_empty() {
+                // The baseline vouches for one finding; anything else on the check is news.
+                result.reason = format!(
+                    "{} (not the known failure: the baseline accepts only {} on this check)",
+                    reason_of(&unaccepted),
+                    accepted()
+                );
+                return;
+            }
             let original = std::mem::take(&mut result.reason);
+            let accepting: Vec<&&KnownFailure> =
+                entries.iter().filter(|k| result.findings.iter().any(|f| k.finding.matches(f))).collect();
+            // A pattern speaks for checks it never named: say which entry accepted this one.
+            for k in accepting.iter().filter(|k| k.check.is_pattern()) {
+                result.evidence.insert(
+                    0,
+                    format!("accepted by the known failure `{}` ({}): {}", k.check, k.location(), k.finding),
+                );
+            }
             result.evidence.insert(0, format!("observed: {} — {original}", result.verdict.as_str()));
             result.verdict = Verdict::KnownFailure;
-            result.reason = entry.reason.clone();
+            let mut reasons: Vec<&str> = accepting.iter().map(|k| k.reason.as_str()).collect();
+            reasons.dedup();
+            result.reason = reasons.join("; ");
         }
         Verdict::Passed => {
             result.verdict = Verdict::StaleBaseline;
+            let reasons: Vec<&str> = entries.iter().map(|k| k.reason.as_str()).collect();
             result.reason = format!(
                 "listed as a known failure ({}) but it passes: remove it from the suite's known_failures",
-                entry.reason
+                reasons.join("; ")
             );
         }
         Verdict::Unreachable | Verdict::Skipped | Verdict::KnownFailure | Verdict::StaleBaseline => {}
     }
 }
 
-/// Baseline entries must name planned checks; a typo would otherwise hide nothing and
-/// rot silently.
+/// Baseline entries that name a check exactly must name a planned one; a typo would
+/// otherwise hide nothing and rot silently. A pattern may match none (a platform rule on
+/// "any sidecar" applied to a stack without sidecars): [`pattern_coverage`] says so.
 pub fn unknown_baseline_entries<'a>(known: &'a [KnownFailure], planned: &[CheckName]) -> Vec<&'a KnownFailure> {
-    known.iter().filter(|k| !planned.iter().any(|n| n.to_string() == k.check)).collect()
+    known.iter().filter(|k| !k.check.is_pattern() && !planned.iter().any(|n| k.check.matches(&n.to_string()))).collect()
+}
+
+/// Every pattern entry of the baseline with the planned checks it speaks for.
+pub fn pattern_coverage<'a>(known: &'a [KnownFailure], planned: &[CheckName]) -> Vec<(&'a KnownFailure, Vec<String>)> {
+    known
+        .iter()
+        .filter(|k| k.check.is_pattern())
+        .map(|k| {
+            let names = planned.iter().map(ToString::to_string).filter(|n| k.check.matches(n)).collect();
+            (k, names)
+        })
+        .collect()
+}
+
+/// One line for the console: what a pattern entry of the baseline applies to in this run.
+pub fn describe_coverage(entry: &KnownFailure, names: &[String]) -> String {
+    match names {
+        [] => format!(
+            "baseline: `{}` ({}) matches no check planned for this scenario; it accepts nothing in this run",
+            entry.check,
+            entry.location()
+        ),
+        names => format!(
+            "baseline: `{}` ({}) accepts {} on {} planned check(s): {}",
+            entry.check,
+            entry.location(),
+            entry.finding,
+            names.len(),
+            names.join(", ")
+        ),
+    }
 }
 
 /// A fixed skip, for surfaces this mode cannot examine.
@@ -316,7 +373,8 @@ impl Probe for Skipped {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ConfigError, Family};
+    use crate::config::{ConfigError, Family, FindingMatch};
+    use crate::model::FindingKind;
 
     fn result(name: &str, verdict: Verdict) -> CheckResult {
         let mut r = CheckResult::new(&CheckName::new(Family::Contract, name), verdict, "why");
@@ -325,23 +383,156 @@ mod tests {
     }
 
     fn known(check: &str) -> KnownFailure {
+        known_finding(check, FindingKind::ReadFailed, &[])
+    }
+
+    fn known_finding(check: &str, kind: FindingKind, facts: &[(&str, &str)]) -> KnownFailure {
         KnownFailure {
-            check: check.into(),
+            check: crate::config::CheckPattern::parse(check).unwrap(),
+            finding: FindingMatch { kind, facts: facts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() },
             reason: "ticket 12".into(),
             origin: ConfigError::whole_file(std::path::Path::new("s.yaml"), ""),
         }
     }
 
+    fn failed(name: &str, findings: Vec<Finding>) -> CheckResult {
+        let mut r = result(name, Verdict::Failed);
+        r.reason = reason_of(&findings);
+        r.findings = findings;
+        r
+    }
+
+    struct Idle;
+
+    impl Probe for Idle {
+        fn run<'a>(&'a self, _: &'a RunContext) -> BoxFuture<'a, Attempt> {
+            Box::pin(async { Attempt::Pass { evidence: vec![] } })
+        }
+    }
+
+    #[test]
+    fn the_checks_of_one_pair_start_together_and_the_others_first() {
+        let pair = |family, client: &str, provider: &str| -> Arc<dyn Check> {
+            Arc::new(Named { name: CheckName::pair(family, client, "->", provider), probe: Idle })
+        };
+        let planned: Vec<Arc<dyn Check>> = vec![
+            pair(Family::Route, "c1", "p1"),
+            pair(Family::Route, "c1", "p2"),
+            pair(Family::Route, "c2", "p1"),
+            Arc::new(Named { name: CheckName::of_provider(Family::Disabled, "gone", None), probe: Idle }),
+            pair(Family::Session, "c1", "p1"),
+            pair(Family::Session, "c1", "p2"),
+            pair(Family::Session, "c2", "p1"),
+        ];
+        let order: Vec<usize> = start_order(planned).into_iter().map(|(i, _)| i).collect();
+        assert_eq!(order, [3, 0, 4, 1, 5, 2, 6]);
+    }
+
     #[test]
     fn baseline_turns_failures_known_and_passes_stale() {
-        let mut results =
-            vec![result("a", Verdict::Failed), result("b", Verdict::Passed), result("c", Verdict::Failed)];
+        let read_failed = || vec![Finding::new(FindingKind::ReadFailed, "why")];
+        let mut results = vec![failed("a", read_failed()), result("b", Verdict::Passed), failed("c", read_failed())];
         apply_baseline(&mut results, &[known("a"), known("b")]);
         assert_eq!(results[0].verdict, Verdict::KnownFailure);
         assert_eq!(results[0].reason, "ticket 12");
         assert!(results[0].evidence[0].contains("why"));
         assert_eq!(results[1].verdict, Verdict::StaleBaseline);
         assert_eq!(results[2].verdict, Verdict::Failed);
+    }
+
+    /// A baseline vouches for a finding, not a check: another kind, other facts, or one
+    /// more finding beside the known one fail the run.
+    #[rstest::rstest]
+    #[case::same_kind_and_facts(vec![("access_drift", "server", "a")], Verdict::KnownFailure)]
+    #[case::facts_not_named_are_free(vec![("access_drift", "server", "b")], Verdict::Failed)]
+    #[case::other_kind(vec![("cannot_be_judged", "server", "a")], Verdict::Failed)]
+    #[case::one_more_finding(vec![("access_drift", "server", "a"), ("access_drift", "server", "b")], Verdict::Failed)]
+    #[case::two_known(vec![("access_drift", "server", "a"), ("hardening", "rule", "no_new_privileges")], Verdict::KnownFailure)]
+    fn a_baseline_matches_findings_not_checks(#[case] seen: Vec<(&str, &str, &str)>, #[case] want: Verdict) {
+        let findings = seen
+            .iter()
+            .map(|(kind, k, v)| {
+                let kind = serde_json::from_value(serde_json::Value::String(kind.to_string())).unwrap();
+                Finding::new(kind, format!("{k} {v}")).fact(k, v)
+            })
+            .collect();
+        let mut results = vec![failed("x", findings)];
+        let known = [
+            known_finding("x", FindingKind::AccessDrift, &[("server", "a")]),
+            known_finding("x", FindingKind::Hardening, &[("rule", "no_new_privileges")]),
+        ];
+        apply_baseline(&mut results, &known);
+        assert_eq!(results[0].verdict, want, "{}", results[0].reason);
+        if want == Verdict::Failed {
+            assert!(results[0].reason.contains("not the known failure"), "{}", results[0].reason);
+        }
+    }
+
+    fn hardening(rule: &str) -> Finding {
+        Finding::new(FindingKind::Hardening, format!("{rule} broken")).fact("rule", rule)
+    }
+
+    /// swarm's platform limit as suites/swarm.yaml ships it: that finding on any sidecar.
+    fn any_sidecar_without_nnp() -> KnownFailure {
+        known_finding("sidecar::*::hardening", FindingKind::Hardening, &[("rule", "no_new_privileges")])
+    }
+
+    #[rstest::rstest]
+    #[case::the_platform_limit("sidecar::notes::hardening", vec![hardening("no_new_privileges")], Verdict::KnownFailure)]
+    #[case::on_another_sidecar("sidecar::gitea::hardening", vec![hardening("no_new_privileges")], Verdict::KnownFailure)]
+    #[case::a_published_port_beside_it("sidecar::notes::hardening", vec![hardening("no_new_privileges"), hardening("published_ports")], Verdict::Failed)]
+    #[case::a_published_port_alone("sidecar::notes::hardening", vec![hardening("published_ports")], Verdict::Failed)]
+    #[case::not_a_sidecar_check("contract::notes::tools", vec![hardening("no_new_privileges")], Verdict::Failed)]
+    #[case::another_aspect("sidecar::notes::interfaces", vec![hardening("no_new_privileges")], Verdict::Failed)]
+    #[case::a_sidecar_that_passes("sidecar::notes::hardening", vec![], Verdict::StaleBaseline)]
+    fn a_pattern_accepts_its_finding_on_every_check_it_matches(
+        #[case] check: &str,
+        #[case] findings: Vec<Finding>,
+        #[case] want: Verdict,
+    ) {
+        let mut results =
+            vec![if findings.is_empty() { result(check, Verdict::Passed) } else { failed(check, findings) }];
+        apply_baseline(&mut results, &[any_sidecar_without_nnp()]);
+        assert_eq!(results[0].verdict, want, "{}", results[0].reason);
+        if want == Verdict::KnownFailure {
+            assert!(
+                results[0]
+                    .evidence
+                    .iter()
+                    .any(|l| l.contains("accepted by the known failure `sidecar::*::hardening` (s.yaml:")),
+                "{:?}",
+                results[0].evidence
+            );
+        }
+    }
+
+    #[rstest::rstest]
+    #[case::exact_names_nothing_planned("sidecar::gitea::hardening", &["route::a->b"], true)]
+    #[case::exact_names_a_planned_check("sidecar::gitea::hardening", &["sidecar::gitea::hardening"], false)]
+    #[case::pattern_matching_nothing("sidecar::*::hardening", &["route::a->b"], false)]
+    #[case::pattern_matching_something("sidecar::*::hardening", &["sidecar::gitea::hardening"], false)]
+    fn only_exact_names_must_name_a_planned_check(
+        #[case] entry: &str,
+        #[case] planned: &[&str],
+        #[case] unknown: bool,
+    ) {
+        let planned: Vec<CheckName> = planned
+            .iter()
+            .map(|n| {
+                let (family, rest) = n.split_once("::").unwrap();
+                let family = serde_json::from_value(serde_json::Value::String(family.into())).unwrap();
+                CheckName::new(family, rest)
+            })
+            .collect();
+        let known = [known_finding(entry, FindingKind::Hardening, &[])];
+        assert_eq!(unknown_baseline_entries(&known, &planned).len(), usize::from(unknown));
+        let coverage = pattern_coverage(&known, &planned);
+        let line = coverage.first().map(|(k, names)| describe_coverage(k, names)).unwrap_or_default();
+        match (entry.contains('*'), planned.iter().any(|n| n.to_string() == "sidecar::gitea::hardening")) {
+            (true, true) => assert!(line.contains("on 1 planned check(s): sidecar::gitea::hardening"), "{line}"),
+            (true, false) => assert!(line.contains("matches no check planned"), "{line}"),
+            (false, _) => assert!(coverage.is_empty()),
+        }
     }
 
     #[test]

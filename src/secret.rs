@@ -19,7 +19,7 @@ use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, RwLock};
 
-pub use forms::forms;
+pub use forms::{forms, named_forms};
 
 /// Values shorter than this are not redacted: masking "a" would shred every message.
 /// Loading rejects credentials this short, so no real secret slips through. It is also
@@ -52,6 +52,31 @@ impl Redactor {
         self.index.read().expect("redactor lock poisoned").redact(text)
     }
 
+    /// The labels of the registered secrets some form of which has a run of at least
+    /// [`MIN_SECRET_LEN`] characters in `text`, each once, in the order found.
+    pub fn found_in(&self, text: &str) -> Vec<String> {
+        let index = self.index.read().expect("redactor lock poisoned");
+        let mut labels: Vec<String> = Vec::new();
+        let runs = index.runs(text.as_bytes());
+        for run in index.without_protected(text, runs) {
+            let label = &index.secrets[index.label_of(&run.tally)].label;
+            if !labels.contains(label) {
+                labels.push(label.clone());
+            }
+        }
+        labels
+    }
+
+    /// Declares a name the scenario itself publishes (a provider, client, service, group,
+    /// network or credential label): never masked, even where a secret's value happens to
+    /// contain it (a token that begins with its provider's name would otherwise shred
+    /// every check name). A name shorter than [`MIN_SECRET_LEN`] needs no protection.
+    pub fn declare_public(&self, name: &str) {
+        if name.len() >= MIN_SECRET_LEN {
+            self.index.write().expect("redactor lock poisoned").declare_public(name);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.index.read().expect("redactor lock poisoned").secrets.len()
     }
@@ -76,7 +101,12 @@ struct Index {
     /// One bit per hash of a gram: most windows are rejected by one bit test, which
     /// stays fast even in an unoptimised build, before the table is asked.
     filter: Vec<u64>,
+    /// Names the scenario publishes, longest first.
+    public: Vec<String>,
 }
+
+const MARK_OPEN: &str = "«redacted:";
+const MARK_CLOSE: char = '»';
 
 /// 2^20 bits: a few thousand grams per secret leave most bits clear.
 const FILTER_BITS: u32 = 20;
@@ -91,6 +121,7 @@ impl Index {
         if self.secrets.iter().any(|k| k.value == value) {
             return;
         }
+        self.public.retain(|name| !name.contains(value));
         let owner = u32::try_from(self.secrets.len()).expect("fewer than 2^32 secrets");
         self.secrets.push(Known { label: label.to_string(), value: value.to_string() });
         for form in forms(value) {
@@ -111,11 +142,23 @@ impl Index {
         }
     }
 
+    fn declare_public(&mut self, name: &str) {
+        // A name that holds a whole secret is no name: it would unmask the secret.
+        if self.secrets.iter().any(|k| name.contains(k.value.as_str())) {
+            return;
+        }
+        if !self.public.iter().any(|p| p == name) {
+            self.public.push(name.to_string());
+            self.public.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+        }
+    }
+
     fn redact(&self, text: &str) -> String {
         let runs = self.runs(text.as_bytes());
         if runs.is_empty() {
             return text.to_string();
         }
+        let runs = self.without_protected(text, runs);
         let mut out = String::with_capacity(text.len());
         let mut copied = 0;
         for run in runs {
@@ -126,13 +169,66 @@ impl Index {
                 continue;
             }
             out.push_str(&text[copied..start]);
-            out.push_str("«redacted:");
+            out.push_str(MARK_OPEN);
             out.push_str(&self.secrets[self.label_of(&run.tally)].label);
-            out.push('»');
+            out.push(MARK_CLOSE);
             copied = end;
         }
         out.push_str(&text[copied..]);
         out
+    }
+
+    /// The runs with every marker (`«redacted:label»`, from an earlier pass) and every
+    /// public name cut out of them. What is left of a run is still masked, however
+    /// short: it is a piece of a secret that merely borders on a public name.
+    fn without_protected(&self, text: &str, runs: Vec<Run>) -> Vec<Run> {
+        let protected = self.protected_spans(text, &runs);
+        if protected.is_empty() {
+            return runs;
+        }
+        let mut out = Vec::with_capacity(runs.len());
+        for run in runs {
+            let mut start = run.start;
+            for &(p_start, p_end) in protected.iter().filter(|(s, e)| *s < run.end && *e > run.start) {
+                if p_start > start {
+                    out.push(Run { start, end: p_start, tally: run.tally.clone() });
+                }
+                start = start.max(p_end);
+            }
+            if start < run.end {
+                out.push(Run { start, end: run.end, tally: run.tally });
+            }
+        }
+        out
+    }
+
+    /// Byte ranges of markers and public names that touch a run, sorted and merged. Only
+    /// the text around runs is searched: runs are rare, texts can be megabytes.
+    fn protected_spans(&self, text: &str, runs: &[Run]) -> Vec<(usize, usize)> {
+        let longest_label = self.secrets.iter().map(|k| k.label.len()).max().unwrap_or(0);
+        let reach = self.public.first().map_or(0, String::len).max(longest_label + MARK_OPEN.len() + 2);
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        for run in runs {
+            let (lo, hi) = widen_to_chars(text, run.start.saturating_sub(reach), (run.end + reach).min(text.len()));
+            let region = &text[lo..hi];
+            for (at, _) in region.match_indices(MARK_OPEN) {
+                if let Some(close) = region[at..].find(MARK_CLOSE) {
+                    spans.push((lo + at, lo + at + close + MARK_CLOSE.len_utf8()));
+                }
+            }
+            for name in &self.public {
+                spans.extend(region.match_indices(name.as_str()).map(|(at, n)| (lo + at, lo + at + n.len())));
+            }
+        }
+        spans.sort_unstable();
+        let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+        for (s, e) in spans {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        merged
     }
 
     /// The maximal byte ranges covered by windows found in the table, in order.

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
-use crate::config::{Provider, Scenario};
+use crate::config::Scenario;
 use crate::engine::{Engine, EngineError, HardeningFacts, NetworkFacts, Target};
 
 #[derive(Debug, Clone, Default)]
@@ -14,8 +14,6 @@ pub struct Topology {
     pub project: String,
     /// service → its running containers (every replica), sorted by name.
     pub services: BTreeMap<String, Vec<Target>>,
-    /// Services some container of the project carries, running or not.
-    pub known_services: BTreeSet<String>,
     /// engine network name → facts, for every network a target is attached to and every
     /// network the scenario names.
     pub networks: BTreeMap<String, NetworkFacts>,
@@ -28,6 +26,7 @@ pub struct Topology {
 }
 
 pub mod swarm;
+#[cfg(test)]
 pub use swarm::SwarmView;
 
 /// Whose address an address is, on which network.
@@ -110,7 +109,7 @@ impl Topology {
         if !missing.is_empty() {
             return Err(TopologyError::Missing { project: project.to_string(), missing });
         }
-        let mut topology = Topology { project: project.to_string(), services, known_services, ..Default::default() };
+        let mut topology = Topology { project: project.to_string(), services, ..Default::default() };
         topology.share_namespaces(engine).await?;
         topology.read_networks(engine, scenario).await?;
         topology.check_declared_networks(scenario)?;
@@ -295,11 +294,6 @@ fn scenario_networks(scenario: &Scenario) -> BTreeSet<String> {
         out.extend(provider.networks.iter().cloned());
     }
     out
-}
-
-/// The containers a provider answers from: every running replica of its endpoint service.
-pub fn provider_targets<'a>(topology: &'a Topology, provider: &Provider) -> &'a [Target] {
-    topology.running(&provider.service)
 }
 
 /// How docker-compose names a project's network.

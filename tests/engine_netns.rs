@@ -14,7 +14,7 @@ use cordon::engine::{Engine, EngineError, Subnet};
 use cordon::netns::{NetnsError, interfaces, run_in_netns, run_in_netns_async};
 use hickory_resolver::proto::op::{Message, MessageType, ResponseCode};
 use hickory_resolver::proto::rr::{Name, RData, Record, RecordType, rdata::A};
-use support::docker::{Container, Network, available};
+use support::docker::{Container, Network, require_docker};
 use tokio::sync::oneshot;
 
 const LABEL_PROJECT: &str = "com.docker.compose.project";
@@ -30,9 +30,7 @@ fn strs(v: &[String]) -> Vec<&str> {
 
 #[tokio::test]
 async fn compose_labels_resolve_targets_networks_and_hardening() {
-    if !available("compose_labels_resolve_targets_networks_and_hardening") {
-        return;
-    }
+    require_docker("compose_labels_resolve_targets_networks_and_hardening");
     let net = Network::create(231);
     let project = support::docker::unique("proj");
     let provider_ip = net.addr(10).to_string();
@@ -166,9 +164,7 @@ struct IsolationProbe {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn netns_probe_sees_the_container_network_only() {
-    if !available("netns_probe_sees_the_container_network_only") {
-        return;
-    }
+    require_docker("netns_probe_sees_the_container_network_only");
     let net = Network::create(232);
     // `--dns 127.0.0.1`: names the embedded DNS does not know are forwarded to the
     // container's own loopback (nothing there), never off this machine.
@@ -277,9 +273,7 @@ async fn netns_probe_sees_the_container_network_only() {
 
 #[test]
 fn netns_errors_are_typed() {
-    if !available("netns_errors_are_typed") {
-        return;
-    }
+    require_docker("netns_errors_are_typed");
     let stopped = Container::create("stopped", &[]);
     let pid: u32 = support::docker::docker(&["inspect", "--format", "{{.State.Pid}}", &stopped.id]).parse().unwrap();
     assert_eq!(pid, 0);
@@ -335,9 +329,7 @@ async fn wildcard_responder(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wildcard_upstream_is_learned_and_traps_bare_names() {
-    if !available("wildcard_upstream_is_learned_and_traps_bare_names") {
-        return;
-    }
+    require_docker("wildcard_upstream_is_learned_and_traps_bare_names");
     let net = Network::create(233);
     let dnsd_ip = net.addr(53);
     let dnsd = Container::run(

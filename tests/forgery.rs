@@ -108,7 +108,7 @@ fn hostile_names_and_echoed_secrets_neither_forge_nor_leak() {
         roxmltree::Document::parse(junit).unwrap_or_else(|e| panic!("junit.xml is not well-formed: {e}\n{junit}"));
     let cases: Vec<&str> =
         doc.descendants().filter(|n| n.has_tag_name("testcase")).filter_map(|n| n.attribute("name")).collect();
-    assert_eq!(cases.len(), 10, "{cases:?}");
+    assert_eq!(cases.len(), 16, "{cases:?}");
     assert!(!cases.iter().any(|c| c.contains("FAKE")), "{cases:?}");
 
     let report: serde_json::Value = serde_json::from_str(&outputs[1].1).expect("report.json parses");

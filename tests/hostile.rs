@@ -50,6 +50,8 @@ enum Declared {
     LegacyAsStreamable,
     /// With `mutating: [delete_everything]`.
     WithMutating,
+    /// With `denied_tools: [delete_everything]`.
+    WithDenied,
 }
 
 pub struct Outcome {
@@ -92,6 +94,7 @@ fn run_with_token(mode: &str, declared: Declared, suite: &str, bad_token: &str) 
     let bad_url = hostile.url(path);
     let extra = match declared {
         Declared::WithMutating => format!("      mutating: [delete_everything]\n{ADD_READ}"),
+        Declared::WithDenied => format!("    denied_tools: [delete_everything]\n{ADD_READ}"),
         _ => ADD_READ.to_string(),
     };
     fixture.scenario(
@@ -157,6 +160,13 @@ fn run_with_token(mode: &str, declared: Declared, suite: &str, bad_token: &str) 
 #[case::jsonrpc_error_200("jsonrpc-error-200", Declared::Streamable, [P, P, F("refusal: jsonrpc_error"), F("refusal: jsonrpc_error"), F("refusal: jsonrpc_error")], 1)]
 #[case::result_in_401("result-in-401", Declared::Streamable, [P, P, F("disclosed"), F("disclosed"), F("disclosed")], 1)]
 #[case::sse_get_opens("sse-get-opens", Declared::Streamable, [P, P, F("opened an event stream"), F("opened an event stream"), F("opened an event stream")], 1)]
+// Sessions of every era, near-miss and misplaced credentials (issue 14 items 1–3).
+#[case::session_unbound_modern("session-unbound-modern", Declared::Streamable, [P, P, F("with the session id of the valid initialize-handshake session): answered 200"), F("the session is not bound to its bearer"), F("the session is not bound to its bearer")], 1)]
+#[case::prefix_bearer("prefix-bearer", Declared::Streamable, [P, P, P, F("a near miss of the valid credential (first half kept, new tail) was not refused"), P], 1)]
+#[case::appended_bearer("appended-bearer", Declared::Streamable, [P, P, P, F("a near miss of the valid credential (suffix appended) was not refused"), P], 1)]
+#[case::truncated_bearer("truncated-bearer", Declared::Streamable, [P, P, P, F("a near miss of the valid credential (cut by one) was not refused"), P], 1)]
+#[case::case_insensitive_bearer("case-insensitive-bearer", Declared::Streamable, [P, P, P, F("a near miss of the valid credential (case swapped) was not refused"), P], 1)]
+#[case::query_token("query-token", Declared::Streamable, [P, P, F("the valid credential in the URL query parameter `api_key` (no Authorization header) was not refused"), P, P], 1)]
 // Tools (issue 10 item 8) and listings.
 #[case::eras_differ("eras-differ", Declared::WithMutating, [F("the eras serve different tools: only through initialize [delete_everything]"), P, P, P, P], 1)]
 #[case::paged_100k("paged-100k", Declared::Streamable, [F("tool cap"), P, P, P, P], 1)]
@@ -175,6 +185,8 @@ fn run_with_token(mode: &str, declared: Declared, suite: &str, bad_token: &str) 
 #[case::drip_legacy("drip-legacy", Declared::Legacy, [U(""), U(""), U("hard stop"), U("hard stop"), U("hard stop")], 3)]
 #[case::drip_headers("drip-headers", Declared::Streamable, [U(""), U(""), U(""), U(""), U("")], 3)]
 #[case::silent("silent", Declared::Streamable, [U(""), U(""), U(""), U(""), U("")], 3)]
+// Every body drips, refusals included: a fallback exchange must not start after the deadline.
+#[case::drip_all("drip-all", Declared::Streamable, [U(""), U(""), U(""), U(""), U("")], 3)]
 fn every_hostile_mode_is_judged_for_its_reason(
     #[case] mode: &str,
     #[case] declared: Declared,
@@ -294,4 +306,66 @@ fn a_provider_that_never_answers_ends_the_run_by_the_deadline(#[case] mode: &str
     assert_eq!(out.run.code, 3, "{}", out.run.stdout);
     assert!(out.run.wall <= bound, "took {:?}, over {bound:?}", out.run.wall);
     assert!(out.run.wall >= Duration::from_secs(15), "retried until the deadline, took {:?}", out.run.wall);
+}
+
+/// Issue 14 item 5: with a 0 s deadline and the default exchange limit (15 s), a server
+/// that drips every body (its refusals and the `server/discover` reply included, so the
+/// fallback to `initialize` comes after the deadline) or a legacy server that drips every
+/// message POST holds the run no longer than the deadline plus one exchange limit plus 1 s.
+#[rstest]
+#[case::drip_all("drip-all", Declared::Streamable)]
+#[case::drip_legacy("drip-legacy", Declared::Legacy)]
+fn a_dripping_server_holds_the_run_one_exchange_limit_at_most(#[case] mode: &str, #[case] declared: Declared) {
+    let suite = "mode: host\nfamilies: [contract]\ntimeouts: { connect: 2s, deadline: 0s }\n";
+    let out = run_mode(mode, declared, suite);
+    let bound = Duration::from_secs(15 + 1);
+    eprintln!("MEASURED default-limits {mode} | exit {} | wall {:.2}s", out.run.code, out.run.wall.as_secs_f64());
+    for aspect in ASPECTS {
+        let (verdict, reason, _) = out.check(&format!("contract::bad::{aspect}"));
+        assert_eq!(verdict, "unreachable", "{aspect}: {reason}");
+    }
+    assert_eq!(out.run.code, 3, "{}", out.run.stdout);
+    assert!(out.run.wall <= bound, "took {:?}, over the deadline plus one exchange limit plus 1 s", out.run.wall);
+}
+
+/// Issue 15: a gateway that filters only tools/list. `delete_everything` is never listed
+/// and the scenario denies it; every way of running it anyway fails
+/// `contract::bad::call_allowlist` for its reason, and a correct server passes.
+#[rstest]
+#[case::good("good", "")]
+#[case::hidden_tool(
+    "hidden-tool",
+    "tools/call `delete_everything` answered a result with isError: false (deleted 3 records): the tool ran"
+)]
+#[case::hidden_tool_error("hidden-tool-error", "an error that says neither unknown nor forbidden")]
+#[case::hidden_tool_odd_result(
+    "hidden-tool-odd-result",
+    "answered something that is not a refusal: protocol violation: tools/call result is not an object"
+)]
+#[case::hidden_tool_lies("hidden-tool-lies", "a call that was refused changed the provider")]
+fn a_gateway_that_runs_a_tool_it_does_not_list_fails_call_allowlist(#[case] mode: &str, #[case] reason: &str) {
+    let out = run_mode(mode, Declared::WithDenied, SUITE);
+    let mut problems = Vec::new();
+    for aspect in ASPECTS {
+        let (verdict, why, evidence) = out.check(&format!("contract::good::{aspect}"));
+        if verdict != "passed" {
+            problems.push(format!("contract::good::{aspect} (the reference) is {verdict}: {why}\n{evidence}"));
+        }
+    }
+    let (verdict, why, evidence) = out.check("contract::bad::call_allowlist");
+    eprintln!("OBSERVED {mode} | contract::bad::call_allowlist | {verdict} | {why}");
+    let want = if reason.is_empty() { "passed" } else { "failed" };
+    if verdict != want || !why.contains(reason) {
+        problems.push(format!("call_allowlist: {verdict} ({why}), want {want} with {reason:?}\nevidence:\n{evidence}"));
+    }
+    if !reason.is_empty() && out.run.code != 1 {
+        problems.push(format!("exit {} (want 1)", out.run.code));
+    }
+    let console = format!("{}{}", out.run.stdout, out.run.stderr);
+    problems.extend(
+        scan_outputs(&console, &out.results, &[("valid", BAD_TOKEN), ("reference", GOOD_TOKEN)])
+            .into_iter()
+            .map(|l| format!("OUTPUT {l}")),
+    );
+    assert!(problems.is_empty(), "{mode}:\n{}\n--- stdout:\n{}", problems.join("\n"), out.run.stdout);
 }

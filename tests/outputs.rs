@@ -118,7 +118,9 @@ fn reports_carry_every_check_with_its_verdict_class() {
     let run = fixture.run(HOST_SUITE, &[]);
     assert_eq!(run.code, 1);
     let junit = std::fs::read_to_string(run.results_dir.join("junit.xml")).unwrap();
-    assert_eq!(junit.matches("<testcase ").count(), 5, "{junit}");
+    // The five aspects of the handshake and the three behind it (call_allowlist,
+    // arguments, limits: skipped here, each for the scenario key it lacks).
+    assert_eq!(junit.matches("<testcase ").count(), 8, "{junit}");
     assert!(junit.contains(r#"name="contract::solo::read""#) && junit.contains("returned isError: true"), "{junit}");
     assert!(junit.contains(r#"type="skipped""#), "foreign_bearer has no other provider: {junit}");
     let markdown = std::fs::read_to_string(run.results_dir.join("summary.md")).unwrap();
@@ -142,7 +144,7 @@ fn list_filter_exact_and_skip_behave_like_libtest() {
     assert_eq!(run.code, 0, "{}", run.stdout);
     let names: Vec<String> = run.verdicts().into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["contract::solo::wrong_bearer"]);
-    assert_eq!(run.report["report"]["filtered_out"], 4);
+    assert_eq!(run.report["report"]["filtered_out"], 7);
 
     let run = fixture.run(HOST_SUITE, &["contract::sol0"]);
     assert_eq!(run.code, 2, "a filter that matches nothing must not pass green: {}", run.stderr);
@@ -183,7 +185,9 @@ fn invalid_files_exit_2_naming_file_line_column_and_key() {
             extra: "",
         }],
     );
-    let suite = format!("{HOST_SUITE}known_failures:\n  - {{ check: contract::nobody::tools, reason: typo }}\n");
+    let suite = format!(
+        "{HOST_SUITE}known_failures:\n  - {{ check: contract::nobody::tools, finding: {{ kind: tools_mismatch }}, reason: typo }}\n"
+    );
     let run = fixture.run(&suite, &[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
@@ -196,4 +200,43 @@ fn invalid_files_exit_2_naming_file_line_column_and_key() {
 
     let (code, _, stderr) = fixture.cordon(&["run", "--scenario", "scenario.yaml"]);
     assert_eq!(code, 2, "{stderr}");
+}
+
+/// In GitHub Actions the Markdown summary lands on the job page: appended to the file
+/// `GITHUB_STEP_SUMMARY` names, after what earlier steps wrote; a variable naming a file
+/// that is not there (a container without the mount) is an error that says how to fix it.
+#[test]
+fn the_summary_is_appended_to_the_github_job_summary() {
+    let fixture = Fixture::new();
+    let provider = ProviderYaml {
+        id: "gone",
+        url: "http://127.0.0.1:9/mcp",
+        sse: false,
+        credential: "gone",
+        allowlist: &["add"],
+        extra: "",
+    };
+    fixture.scenario(&[("gone", &random_token())], &[provider]);
+    let suite = fixture.write("suite.yaml", HOST_SUITE);
+    let summary = fixture.write("step_summary", "earlier step\n");
+    let run = |target: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
+            .args(["run", "--suite", suite.to_str().unwrap(), "--scenario", "scenario.yaml", "--results", "results"])
+            .current_dir(fixture.dir.path())
+            .env("GITHUB_STEP_SUMMARY", target)
+            .output()
+            .unwrap()
+    };
+    let out = run(&summary);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "nothing answers on port 9: {stdout}");
+    let page = std::fs::read_to_string(&summary).unwrap();
+    let written = std::fs::read_to_string(fixture.path("results/summary.md")).unwrap();
+    assert_eq!(page, format!("earlier step\n\n{written}"));
+    assert!(stdout.contains(&format!("appended the summary to {}", summary.display())), "{stdout}");
+
+    let out = run(&fixture.path("not/mounted"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("GITHUB_STEP_SUMMARY=") && stderr.contains("mount that file"), "{stderr}");
 }

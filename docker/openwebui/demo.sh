@@ -30,7 +30,10 @@ export CORDON_FIXTURE_IMAGE="$FIXTURE_TAG"
 export CORDON_OWUI_IMAGE="cordon-openwebui:${FIXTURE_TAG##*:}"
 OWUI_IMAGE="$CORDON_OWUI_IMAGE" bash docker/openwebui/build-image.sh
 step "building cordon"
-cargo build --quiet
+# Where cargo says it put the binary: CARGO_TARGET_DIR (or a build.target-dir) moves it.
+cordon="$(cargo build --quiet --bin cordon --message-format=json-render-diagnostics \
+    | sed -n 's/.*"executable":"\([^"]*\/cordon\)".*/\1/p' | tail -n 1)"
+[ -x "$cordon" ] || { echo "demo.sh: error: cargo reported no cordon executable" >&2; exit 1; }
 export CORDON_SUBNET=10.231
 secret() { head -c 32 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 32; }
 for var in NATIVE_TOKEN FILES_TOKEN WIKI_TOKEN MODEL_KEY OIDC_CLIENT_SECRET IDP_CONTROL_TOKEN OWUI_SECRET_KEY OWUI_ADMIN_PASSWORD; do
@@ -54,7 +57,7 @@ set +e
 # Ctrl-C stops cordon (which first undoes what it changed in Open WebUI), not this
 # script: the EXIT trap still tears the stack down.
 trap ':' INT
-./target/debug/cordon run --project "$project" --suite docker/openwebui/suite.yaml \
+"$cordon" run --project "$project" --suite docker/openwebui/suite.yaml \
     --scenario docker/openwebui/scenario.yaml "$@"
 code=$?
 trap - INT

@@ -12,6 +12,9 @@
 #
 # A variant directory may hold compose.yaml (an override), connections.json (replaces
 # the declared connections) and env (KEY=value lines exported before compose runs).
+# In connections.json, `url` and header values may name variables as ${VAR} (the subnet,
+# a key); `key_env` may be left out (no key); any other field of a connection (path,
+# auth_type, headers, spec_type, spec) is passed to Open WebUI as written.
 # Env: CORDON_SUBNET, CORDON_FIXTURE_IMAGE, CORDON_OWUI_IMAGE, the stack's secrets
 # (NATIVE_TOKEN FILES_TOKEN MODEL_KEY OIDC_CLIENT_SECRET IDP_CONTROL_TOKEN OWUI_SECRET_KEY
 # OWUI_ADMIN_PASSWORD), and OWUI_VENV / OWUI_PYTHON_BASE (read from
@@ -63,13 +66,22 @@ else
     TOOL_SERVER_CONNECTIONS='[]' compose up -d --no-build --remove-orphans >&2
 fi
 spec="$(python3 - "$connections" <<'PY'
-import json, os, sys
+import json, os, string, sys
 spec = json.load(open(sys.argv[1]))
+def expand(text, where):
+    # ${VAR} from the environment (a subnet, another pair's key): a missing one is an error.
+    try:
+        return string.Template(text).substitute(os.environ)
+    except KeyError as e:
+        sys.exit(f"deploy.sh: {where}: {e.args[0]} is not set")
 for c in spec["connections"]:
-    var = c.pop("key_env")
-    if var not in os.environ:
+    var = c.pop("key_env", None)
+    if var is not None and var not in os.environ:
         sys.exit(f"deploy.sh: {var} is not set")
-    c["key"] = os.environ[var]
+    c["key"] = os.environ[var] if var else ""
+    c["url"] = expand(c["url"], f"connection {c['id']}: url")
+    if isinstance(c.get("headers"), dict):
+        c["headers"] = {k: expand(str(v), f"connection {c['id']}: header {k}") for k, v in c["headers"].items()}
 spec.pop("//", None)
 spec["admin"] = {"email": "admin@cordon.test", "password": os.environ["OWUI_ADMIN_PASSWORD"]}
 print(json.dumps(spec))

@@ -5,7 +5,8 @@ Runs inside the Open WebUI container (its own Python, stdlib only) and talks to
 127.0.0.1:8080 there. Reads one JSON document on stdin:
   {"admin": {"email": ..., "password": ...},
    "groups": [names to exist],
-   "connections": [{"id", "name", "url", "key", "groups": [names]}]}
+   "connections": [{"id", "name", "url", "key", "groups": [names],
+                    optional "type", "path", "auth_type", "headers", "spec_type", "spec"}]}
 Creates the missing groups, renders TOOL_SERVER_CONNECTIONS, also POSTs it through the
 admin API (what a platform with persistent config relies on), and prints the rendered
 JSON on stdout: deploy.sh recreates the container with it. It holds keys: never echo it.
@@ -70,15 +71,20 @@ def main():
     rendered = []
     for c in spec["connections"]:
         grants = [{"principal_type": "group", "principal_id": existing[n][0], "permission": "read"} for n in c["groups"]]
-        rendered.append({
-            "type": "mcp",
+        entry = {
+            "type": c.get("type", "mcp"),
             "url": c["url"],
-            "path": "",
-            "auth_type": "bearer",
+            "path": c.get("path", ""),
+            "auth_type": c.get("auth_type", "bearer"),
             "key": c["key"],
             "config": {"enable": True, "function_name_filter_list": "", "access_grants": grants},
             "info": {"id": c["id"], "name": c.get("name", c["id"]), "description": c.get("description", "")},
-        })
+        }
+        # What the admin UI adds (spec_type, spec) and custom headers, as written.
+        for extra in ("headers", "spec_type", "spec"):
+            if extra in c:
+                entry[extra] = c[extra]
+        rendered.append(entry)
     call("POST", "/api/v1/configs/tool_servers", token, {"TOOL_SERVER_CONNECTIONS": rendered})
     print(f"provision: {len(rendered)} connection(s) rendered", file=sys.stderr)
     print(json.dumps(rendered, separators=(",", ":")))

@@ -51,8 +51,10 @@ pub struct ToolsPlan {
 }
 
 impl ToolsPlan {
-    pub async fn observe(self, _view: Rc<NsView>) -> Vec<ToolsObservation> {
-        join_all(self.sessions.into_iter().map(|plan| async move {
+    pub async fn observe(self, view: Rc<NsView>) -> Vec<ToolsObservation> {
+        let sessions =
+            self.sessions.into_iter().map(|p| SessionPlan { endpoint: super::in_libc_order(&view, &p.endpoint), ..p });
+        join_all(sessions.map(|plan| async move {
             let first = run_session(plan.clone()).await;
             let handshake = match first.era {
                 Some(Era::Stateless2026) => Some(run_session(SessionPlan { era: EraChoice::Handshake, ..plan }).await),
@@ -342,6 +344,7 @@ mod tests {
             sidecar_networks: None,
             app: None,
             networks: vec![],
+            boundary: Default::default(),
         }
     }
 
@@ -353,7 +356,16 @@ mod tests {
     }
 
     fn run(replica: &str, era: Option<Era>, names: Option<&[&str]>) -> SessionRun {
-        SessionRun { replica: replica.into(), era, hops: vec![], failed: None, tools: names.map(tools), read: None }
+        SessionRun {
+            replica: replica.into(),
+            connected: None,
+            first: None,
+            era,
+            hops: vec![],
+            failed: None,
+            tools: names.map(tools),
+            read: None,
+        }
     }
 
     fn kinds(a: &Attempt) -> Vec<FindingKind> {

@@ -18,7 +18,7 @@ use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
 use super::name::{self, NameSeen};
-use super::reach::Door;
+use super::reach::{Answer, AskWho, Door, who_answers};
 use super::refusal::Try;
 use super::route::listeners_of;
 use super::session::ErrorSeen;
@@ -30,6 +30,10 @@ use crate::mcp::{Ask, Endpoint, EntryPoint, Exchange, Limits, McpClient};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
 use crate::runner::{Check, Probe, RunContext, named};
 use crate::secret::Secret;
+
+mod owners;
+
+pub use owners::{Owner, Owners};
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     scenario
@@ -53,7 +57,10 @@ pub struct Look {
     /// TCP to every resolved or leftover address on the endpoint port.
     pub knocks: Vec<(SocketAddr, Result<(), String>)>,
     /// A GET (event stream) and a POST (`tools/list`) with no bearer, wherever TCP opened.
-    pub answers: Vec<Try>,
+    pub answers: Vec<(SocketAddr, Try)>,
+    /// Swarm: who answered one fixed request wherever TCP opened (see [`Owners`]).
+    #[serde(default)]
+    pub who: Vec<(SocketAddr, Answer)>,
     /// The disabled credential presented at every listener on this position's networks.
     pub credential: Vec<Presented>,
 }
@@ -81,19 +88,10 @@ impl Probe for DisabledCheck {
             let (deployment, provider) = ctx.deployment(&self.provider);
             let provider = provider.clone();
             let topology = deployment.topology();
-            let leftovers: Vec<(IpAddr, String)> = topology
-                .running(&provider.service)
-                .iter()
-                .flat_map(|t| t.addresses().into_iter().map(move |a| (a, t.name.clone())))
-                .chain(
-                    // A swarm service scaled to 0 keeps its virtual IPs: nothing may answer there.
-                    topology
-                        .vips_of(&provider.service)
-                        .into_iter()
-                        .map(|(a, n)| (a, format!("the VIP of `{}` on {n}", provider.service))),
-                )
-                .collect();
-            let mut evidence = vec![match leftovers.is_empty() {
+            let tasks = topology.running(&provider.service).to_vec();
+            let mut leftovers: Vec<(IpAddr, String)> =
+                tasks.iter().flat_map(|t| t.addresses().into_iter().map(move |a| (a, t.name.clone()))).collect();
+            let mut evidence = vec![match tasks.is_empty() {
                 true => format!("no running container of service `{}`", provider.service),
                 false => format!(
                     "running container(s) of service `{}`: {}",
@@ -101,6 +99,35 @@ impl Probe for DisabledCheck {
                     leftovers.iter().map(|(a, n)| format!("{n} at {a}")).collect::<Vec<_>>().join(", ")
                 ),
             }];
+            // A swarm service scaled to 0 keeps its virtual IPs. With tasks behind them,
+            // nothing may answer there; with none, nothing of the service can, and whatever
+            // answers a connect is elsewhere (upstream of docker_gwbridge): not knocked.
+            let vips = topology.vips_of(&provider.service);
+            for (addr, network) in vips {
+                if tasks.is_empty() {
+                    evidence.push(format!(
+                        "the VIP of `{}` at {addr} on {network} is kept by a service with no running task: nothing of it can answer there",
+                        provider.service
+                    ));
+                } else {
+                    leftovers.push((addr, format!("the VIP of `{}` on {network}", provider.service)));
+                }
+            }
+            let swarm = deployment.mode == crate::config::Mode::Swarm;
+            let port = provider.url.port_or_known_default().unwrap_or(80);
+            let ask_who = swarm.then(|| AskWho {
+                host: provider.url.host_str().unwrap_or_default().to_string(),
+                path: provider.url.path().to_string(),
+            });
+            let owners = match &ask_who {
+                Some(ask) => {
+                    match owners(&deployment, &tasks, &leftovers, port, ask, ctx.suite.limits.connect_timeout).await {
+                        Ok(o) => Some(o),
+                        Err(attempt) => return attempt,
+                    }
+                }
+                None => None,
+            };
             let positions = match positions(&deployment, ctx, &provider, &mut evidence).await {
                 Ok(p) => p,
                 Err(attempt) => return attempt,
@@ -110,8 +137,11 @@ impl Probe for DisabledCheck {
             }
             let secret = ctx.scenario.secret(&provider.credential).clone();
             let limits = ctx.suite.limits.clone();
+            let lookers: Vec<crate::engine::Target> = positions.iter().map(|p| p.target.clone()).collect();
             let looks = join_all(positions.into_iter().map(|pos| {
                 let plan = LookPlan {
+                    ask_who: ask_who.clone(),
+                    known: pos.target.dns_names(),
                     resolve: pos.resolve,
                     label: pos.label.clone(),
                     doors: pos.doors,
@@ -141,9 +171,39 @@ impl Probe for DisabledCheck {
                     Err(attempt) => return attempt,
                 }
             }
-            judge(provider.url.as_str(), &seen, evidence)
+            let attempt = judge(provider.url.as_str(), &seen, evidence, owners.as_ref());
+            settled_or_not_ready(attempt, &seen, &lookers)
         })
     }
+}
+
+/// Swarm: whose each leftover address is, and how each task answers from its own namespace.
+async fn owners(
+    deployment: &Deployment,
+    tasks: &[Target],
+    leftovers: &[(IpAddr, String)],
+    port: u16,
+    ask: &AskWho,
+    timeout: std::time::Duration,
+) -> Result<Owners, Attempt> {
+    let of = leftovers
+        .iter()
+        .map(|(addr, owner)| {
+            let task = tasks.iter().find(|t| &t.name == owner).map(|t| Owner::Task(t.name.clone()));
+            (*addr, task.unwrap_or(Owner::Vip))
+        })
+        .collect();
+    let doors: Vec<Door> = tasks
+        .iter()
+        .map(|t| Door {
+            addr: SocketAddr::new(t.addresses().first().copied().unwrap_or(IpAddr::from([127, 0, 0, 1])), port),
+            container: t.name.clone(),
+            network: "its own".into(),
+            via: super::reach::Via::Direct,
+        })
+        .collect();
+    let refs = super::reach::references(deployment, tasks, &doors, ask, timeout).await?;
+    Ok(Owners { refs, of })
 }
 
 /// Every client, and a container on each network the provider declared or its former
@@ -238,6 +298,9 @@ fn doors_on(
 #[derive(Clone, Serialize, Deserialize)]
 pub struct LookPlan {
     pub resolve: bool,
+    /// Names the position's own resolver must know (see [`name::observe`]).
+    #[serde(default)]
+    pub known: Vec<String>,
     pub label: String,
     pub doors: Vec<Door>,
     #[serde(with = "super::wire::provider")]
@@ -246,69 +309,84 @@ pub struct LookPlan {
     #[serde(with = "super::wire::secret")]
     pub secret: Secret,
     pub limits: Limits,
+    /// Swarm: ask who answers wherever TCP opens (see [`Owners`]).
+    #[serde(default)]
+    pub ask_who: Option<AskWho>,
 }
 
 impl LookPlan {
+    /// Runs in one position's namespace.
     pub async fn observe(self, view: Rc<crate::netns::NsView>) -> Result<Look, String> {
-        look(&view, self.resolve, &self.label, self.doors, &self.provider, &self.leftovers, self.secret, self.limits)
-            .await
-            .map_err(super::plan::reason)
+        let LookPlan { resolve, known, label, doors, provider, leftovers, secret, limits, ask_who } = self;
+        // The credential tries wait longest (a listener that speaks no HTTP holds them for
+        // the short limit): they overlap with the name, the knocks and the answers.
+        let knocking = Knocking {
+            resolve: resolve.then_some(&known[..]),
+            provider: &provider,
+            leftovers: &leftovers,
+            limits: &limits,
+            ask_who: ask_who.as_ref(),
+        };
+        let (named, credential) =
+            futures_util::join!(knocking.run(&view), credential_at(doors, &provider, secret, &limits));
+        let (name, knocks, answers, who) = named.map_err(super::plan::reason)?;
+        Ok(Look { position: label, name, knocks, answers, who, credential })
     }
 }
 
-/// Runs in one position's namespace.
-#[allow(clippy::too_many_arguments)]
-async fn look(
-    view: &crate::netns::NsView,
-    resolve: bool,
-    label: &str,
-    doors: Vec<Door>,
-    provider: &Provider,
-    leftovers: &[IpAddr],
-    secret: Secret,
-    limits: Limits,
-) -> Result<Look, Attempt> {
-    // The credential tries wait longest (a listener that speaks no HTTP holds them for
-    // the short limit): they overlap with the name, the knocks and the answers.
-    let (named, credential) = futures_util::join!(
-        name_and_knocks(view, resolve, provider, leftovers, &limits),
-        credential_at(doors, provider, secret, &limits)
-    );
-    let (name, knocks, answers) = named?;
-    Ok(Look { position: label.to_string(), name, knocks, answers, credential })
+/// What a position knocks on, and how.
+struct Knocking<'a> {
+    /// Resolve the name (clients), with the names its own resolver must know.
+    resolve: Option<&'a [String]>,
+    provider: &'a Provider,
+    leftovers: &'a [IpAddr],
+    limits: &'a Limits,
+    /// Swarm: also ask who answers wherever TCP opens.
+    ask_who: Option<&'a AskWho>,
 }
 
-/// The name as this position resolves it, TCP to every resolved or leftover address, and a
-/// GET and a POST wherever TCP opened.
-async fn name_and_knocks(
-    view: &crate::netns::NsView,
-    resolve: bool,
-    provider: &Provider,
-    leftovers: &[IpAddr],
-    limits: &Limits,
-) -> Result<(Option<NameSeen>, Vec<(SocketAddr, Result<(), String>)>, Vec<Try>), Attempt> {
-    let host = provider.url.host_str().unwrap_or_default().to_string();
-    let port = provider.url.port_or_known_default().unwrap_or(80);
-    let name = if resolve { Some(name::observe(view, &host).await?) } else { None };
-    let mut addrs: Vec<IpAddr> = name.as_ref().map(NameSeen::routed).unwrap_or_default();
-    addrs.extend(leftovers);
-    addrs.sort();
-    addrs.dedup();
-    let knocks: Vec<(SocketAddr, Result<(), String>)> = join_all(addrs.iter().map(|a| async move {
-        let target = SocketAddr::new(*a, port);
-        (target, tcp_connect(target, limits.connect_timeout).await)
-    }))
-    .await;
-    let no_names = BTreeSet::new();
-    let mut answers = Vec::new();
-    for (addr, _) in knocks.iter().filter(|(_, r)| r.is_ok()) {
-        let Ok(client) = McpClient::new(pinned(provider, addr.ip()), None, limits.clone()) else { continue };
-        for ask in [Ask::new(EntryPoint::SseGet), Ask::new(EntryPoint::ToolsList)] {
-            let outcome = client.exchange(&ask, &no_names).await.map_err(|e| ErrorSeen::from(&e));
-            answers.push(Try { ask, outcome });
+type Knocked =
+    (Option<NameSeen>, Vec<(SocketAddr, Result<(), String>)>, Vec<(SocketAddr, Try)>, Vec<(SocketAddr, Answer)>);
+
+impl Knocking<'_> {
+    /// The name as this position resolves it, TCP to every resolved or leftover address,
+    /// and a GET and a POST (and, in swarm, who answers) wherever TCP opened.
+    async fn run(&self, view: &crate::netns::NsView) -> Result<Knocked, Attempt> {
+        let (provider, limits) = (self.provider, self.limits);
+        let host = provider.url.host_str().unwrap_or_default().to_string();
+        let port = provider.url.port_or_known_default().unwrap_or(80);
+        let name = match self.resolve {
+            Some(known) => Some(name::observe(view, &host, known).await?),
+            None => None,
+        };
+        let mut addrs: Vec<IpAddr> = name.as_ref().map(NameSeen::routed).unwrap_or_default();
+        addrs.extend(self.leftovers);
+        addrs.sort();
+        addrs.dedup();
+        let knocks: Vec<(SocketAddr, Result<(), String>)> = join_all(addrs.iter().map(|a| async move {
+            let target = SocketAddr::new(*a, port);
+            (target, tcp_connect(target, limits.connect_timeout).await)
+        }))
+        .await;
+        let open: Vec<SocketAddr> = knocks.iter().filter(|(_, r)| r.is_ok()).map(|(a, _)| *a).collect();
+        let no_names = BTreeSet::new();
+        let mut answers = Vec::new();
+        for addr in &open {
+            let Ok(client) = McpClient::new(pinned(provider, addr.ip()), None, limits.clone()) else { continue };
+            for ask in [Ask::new(EntryPoint::SseGet), Ask::new(EntryPoint::ToolsList)] {
+                let outcome = client.exchange(&ask, &no_names).await.map_err(|e| ErrorSeen::from(&e));
+                answers.push((*addr, Try { ask, outcome }));
+            }
         }
+        let who = match self.ask_who {
+            Some(ask) => {
+                join_all(open.iter().map(|a| async move { (*a, who_answers(*a, ask, limits.connect_timeout).await) }))
+                    .await
+            }
+            None => vec![],
+        };
+        Ok((name, knocks, answers, who))
     }
-    Ok((name, knocks, answers))
 }
 
 /// The disabled credential at every listener this position tries.
@@ -381,9 +459,22 @@ fn past_authentication(status: u16) -> bool {
     (300..400).contains(&status) || ((400..500).contains(&status) && !matches!(status, 401 | 403 | 407 | 429))
 }
 
+/// A dark verdict is only as good as its closed IPv6 doors: while an IPv6 address on the
+/// way is still in duplicate address detection, a failed IPv6 connect proves nothing.
+fn settled_or_not_ready(attempt: Attempt, looks: &[Look], lookers: &[crate::engine::Target]) -> Attempt {
+    let Attempt::Pass { evidence } = attempt else { return attempt };
+    let closed_v6 = looks.iter().flat_map(|l| &l.knocks).any(|(a, r)| a.is_ipv6() && r.is_err());
+    let addrs = looks.iter().flat_map(|l| l.knocks.iter().map(|(a, _)| a.ip()));
+    let settling = if closed_v6 { super::ipv6_settling(lookers, addrs) } else { vec![] };
+    if settling.is_empty() {
+        return Attempt::Pass { evidence };
+    }
+    Attempt::not_ready(super::settling_reason(&settling), evidence)
+}
+
 /// Pure: no client routes the name, nothing accepts or answers, and no listener on the
 /// provider's networks honours its credential.
-pub fn judge(url: &str, looks: &[Look], mut evidence: Vec<String>) -> Attempt {
+pub fn judge(url: &str, looks: &[Look], mut evidence: Vec<String>, owners: Option<&Owners>) -> Attempt {
     let mut findings = Vec::new();
     for l in looks {
         let from = &l.position;
@@ -404,7 +495,21 @@ pub fn judge(url: &str, looks: &[Look], mut evidence: Vec<String>) -> Attempt {
                 );
             }
         }
+        // Swarm: an address where something other than the service answered proves
+        // nothing, and what it answered is not the service's either.
+        let mut elsewhere: Vec<SocketAddr> = Vec::new();
         for (addr, r) in &l.knocks {
+            if let (Ok(()), Some(owners)) = (r, owners) {
+                let seen = l.who.iter().find(|(a, _)| a == addr).map(|(_, w)| w);
+                match owners.attribute(*addr, seen) {
+                    Ok(line) => evidence.push(format!("{from}: {line}")),
+                    Err(line) => {
+                        evidence.push(format!("{from}: {line}"));
+                        elsewhere.push(*addr);
+                        continue;
+                    }
+                }
+            }
             match r {
                 Ok(()) => findings.push(
                     Finding::new(FindingKind::StillAccepting, format!("still accepting TCP: from {from} {addr}"))
@@ -413,16 +518,20 @@ pub fn judge(url: &str, looks: &[Look], mut evidence: Vec<String>) -> Attempt {
                 Err(e) => evidence.push(format!("{from}: {addr}: {e}")),
             }
         }
-        for t in &l.answers {
+        for (addr, t) in l.answers.iter().filter(|(a, _)| !elsewhere.contains(a)) {
             match &t.outcome {
                 Ok(e) => {
                     evidence.push(format!("{from}: {}", e.summary()));
                     findings.push(
                         Finding::new(
                             FindingKind::StillListening,
-                            format!("still listening: from {from} {} at {} answered {}", t.ask.entry, e.url, e.status),
+                            format!(
+                                "still listening: from {from} {} at {} ({addr}) answered {}",
+                                t.ask.entry, e.url, e.status
+                            ),
                         )
-                        .fact("status", e.status),
+                        .fact("status", e.status)
+                        .fact("addr", addr),
                     );
                 }
                 Err(e) => evidence.push(format!("{from}: {}: no HTTP answer ({})", t.ask, e.text)),
@@ -510,12 +619,14 @@ mod tests {
         Look {
             position: position.into(),
             name: Some(NameSeen {
+                unknown: false,
                 host: "wiki".into(),
                 wildcard: WildcardSet { addrs: ["10.0.0.99".parse().unwrap()].into(), ..Default::default() },
                 answer: NameAnswer { source: AnswerSource::Dns, addrs: vec!["10.0.0.99".parse().unwrap()] },
             }),
             knocks: vec![],
             answers: vec![],
+            who: vec![],
             credential: vec![],
         }
     }
@@ -548,21 +659,24 @@ mod tests {
 
     #[test]
     fn a_dark_surface_passes() {
-        assert!(judge("u", &[dark("client a")], vec![]).is_pass());
+        assert!(judge("u", &[dark("client a")], vec![], None).is_pass());
     }
 
     #[test]
     fn routed_accepting_listening_and_a_live_credential_each_fail() {
         let mut l = dark("client a");
         l.name.as_mut().unwrap().answer.addrs = vec!["10.0.1.9".parse().unwrap()];
-        assert_eq!(kinds(judge("u", &[l], vec![])), vec![FindingKind::StillRouted]);
+        assert_eq!(kinds(judge("u", &[l], vec![], None)), vec![FindingKind::StillRouted]);
         let mut l = dark("client a");
         l.knocks = vec![("10.0.1.9:8000".parse().unwrap(), Ok(()))];
-        l.answers = vec![Try {
-            ask: Ask::new(EntryPoint::SseGet),
-            outcome: Ok(exchange(Ask::new(EntryPoint::SseGet), 401, false)),
-        }];
-        assert_eq!(kinds(judge("u", &[l], vec![])), vec![FindingKind::StillAccepting, FindingKind::StillListening]);
+        l.answers = vec![(
+            "10.0.1.9:8000".parse().unwrap(),
+            Try { ask: Ask::new(EntryPoint::SseGet), outcome: Ok(exchange(Ask::new(EntryPoint::SseGet), 401, false)) },
+        )];
+        assert_eq!(
+            kinds(judge("u", &[l], vec![], None)),
+            vec![FindingKind::StillAccepting, FindingKind::StillListening]
+        );
         let mut l = dark("network net-native via x");
         let door = door("10.0.1.7:8000", "wiki-old_1");
         let ask = Ask::new(EntryPoint::Initialize);
@@ -571,9 +685,41 @@ mod tests {
             with: vec![Try { ask: ask.clone(), outcome: Ok(exchange(ask, 200, true)) }],
             without: vec![],
         }];
-        let Attempt::Fail { findings, .. } = judge("u", &[l], vec![]) else { panic!() };
+        let Attempt::Fail { findings, .. } = judge("u", &[l], vec![], None) else { panic!() };
         assert_eq!(findings[0].kind, FindingKind::CredentialAlive);
         assert_eq!(findings[0].facts["container"], "wiki-old_1");
+    }
+
+    /// Swarm: a connect, and any HTTP status, answered by something other than a task of the
+    /// disabled service (upstream of docker_gwbridge, at a VIP with nothing behind it) is
+    /// no sign of the service; the task's own answer at its address is.
+    #[test]
+    fn in_swarm_only_the_services_own_answer_counts() {
+        let answer = |status: &str| Answer {
+            status: Some(status.into()),
+            headers: vec!["content-type".into()],
+            body_sha256: "cd".repeat(32),
+        };
+        let at: SocketAddr = "10.0.1.9:8000".parse().unwrap();
+        let mut l = dark("client n8n");
+        l.knocks = vec![(at, Ok(()))];
+        l.answers = vec![(
+            at,
+            Try { ask: Ask::new(EntryPoint::SseGet), outcome: Ok(exchange(Ask::new(EntryPoint::SseGet), 404, false)) },
+        )];
+        l.who = vec![(at, answer("HTTP/1.1 404 Not Found"))];
+        let vip = Owners { refs: BTreeMap::new(), of: BTreeMap::from([(at.ip(), Owner::Vip)]) };
+        let attempt = judge("u", &[l.clone()], vec![], Some(&vip));
+        assert!(attempt.is_pass(), "{attempt:?}");
+        assert!(attempt.evidence().iter().any(|e| e.contains("something else answered")));
+        let task = Owners {
+            refs: BTreeMap::from([(("wiki_1".to_string(), 8000), answer("HTTP/1.1 404 Not Found"))]),
+            of: BTreeMap::from([(at.ip(), Owner::Task("wiki_1".into()))]),
+        };
+        assert_eq!(
+            kinds(judge("u", &[l], vec![], Some(&task))),
+            vec![FindingKind::StillAccepting, FindingKind::StillListening]
+        );
     }
 
     #[test]
@@ -583,7 +729,7 @@ mod tests {
         let ask = Ask::new(EntryPoint::Initialize);
         let refused = Try { ask: ask.clone(), outcome: Ok(exchange(ask.clone(), 401, false)) };
         l.credential = vec![Presented { door, with: vec![refused.clone()], without: vec![refused] }];
-        assert!(judge("u", &[l], vec![]).is_pass());
+        assert!(judge("u", &[l], vec![], None).is_pass());
     }
 
     fn presented(with: u16, without: u16) -> Look {
@@ -598,13 +744,13 @@ mod tests {
     #[test]
     fn a_credential_let_past_authentication_elsewhere_than_the_endpoint_is_alive() {
         // A legacy SSE leftover: POST /mcp is 401 without the credential, 404 with it.
-        let Attempt::Fail { findings, .. } = judge("u", &[presented(404, 401)], vec![]) else { panic!() };
+        let Attempt::Fail { findings, .. } = judge("u", &[presented(404, 401)], vec![], None) else { panic!() };
         assert_eq!(findings[0].kind, FindingKind::CredentialAlive);
         assert!(findings[0].message.contains("401 without it but 404 with it"), "{}", findings[0].message);
-        assert!(!judge("u", &[presented(307, 403)], vec![]).is_pass());
+        assert!(!judge("u", &[presented(307, 403)], vec![], None).is_pass());
         // Refused both ways, routed before authentication, or an error of the server: dead.
         for (with, without) in [(401, 401), (403, 401), (404, 404), (429, 401), (500, 401)] {
-            assert!(judge("u", &[presented(with, without)], vec![]).is_pass(), "{with} with, {without} without");
+            assert!(judge("u", &[presented(with, without)], vec![], None).is_pass(), "{with} with, {without} without");
         }
     }
 }

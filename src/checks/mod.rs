@@ -1,8 +1,17 @@
 //! Check families. Each module plans its checks from the scenario, observes inside a
 //! network namespace (typed observations, no verdicts), and judges with a pure function
 //! of observations and scenario that its tests feed tables of observations.
+pub mod answers;
+pub mod arguments;
+pub mod calls;
+pub mod clientapp;
 pub mod contract;
+pub mod credentials;
 pub mod disabled;
+pub mod egress;
+pub mod flowise;
+pub mod limits;
+pub mod n8n;
 pub mod name;
 pub mod name_tries;
 pub mod openwebui;
@@ -10,6 +19,7 @@ pub mod plan;
 pub mod reach;
 pub mod refusal;
 pub mod route;
+pub mod secrets;
 pub mod session;
 pub mod sidecar;
 pub mod wire;
@@ -23,7 +33,7 @@ use std::time::Duration;
 
 use crate::config::{Family, Mode, Provider, Scenario, Suite};
 use crate::engine::Target;
-use crate::mcp::{Endpoint, McpError};
+use crate::mcp::Endpoint;
 use crate::model::{Attempt, CheckName};
 use crate::netns::Place;
 use crate::runner::{Check, RunContext, Skipped, named};
@@ -35,13 +45,25 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for family in &suite.families {
         match family {
-            Family::Contract => checks.extend(contract::plan(scenario)),
+            Family::Contract => {
+                checks.extend(contract::plan(scenario));
+                checks.extend(calls::plan(scenario));
+                checks.extend(arguments::plan(scenario));
+                checks.extend(limits::plan(scenario));
+            }
             Family::Route => checks.extend(route::plan(scenario)),
             Family::Reach => checks.extend(reach::plan(scenario)),
             Family::Session => checks.extend(session::plan(scenario)),
             Family::Disabled => checks.extend(disabled::plan(scenario)),
-            Family::Sidecar => checks.extend(sidecar::plan(scenario)),
+            Family::Sidecar => {
+                checks.extend(sidecar::plan(scenario));
+                checks.extend(egress::plan(scenario));
+            }
             Family::Openwebui => checks.extend(openwebui::plan(scenario, suite)),
+            Family::Credentials => checks.extend(credentials::plan(scenario)),
+            Family::Secrets => checks.extend(secrets::plan(scenario)),
+            Family::Flowise => checks.extend(flowise::plan(scenario)),
+            Family::N8n => checks.extend(n8n::plan(scenario)),
         }
     }
     if suite.mode == Mode::Host {
@@ -57,23 +79,26 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
     checks
 }
 
-/// An error on the way to a verdict: "not ready" errors are retried, the rest are final.
-pub fn attempt_from_error(context: &str, error: &McpError, evidence: Vec<String>) -> Attempt {
-    let reason = format!("{context}: {error}");
-    if error.is_not_ready() { Attempt::not_ready(reason, evidence) } else { Attempt::fail(reason, evidence) }
-}
-
 /// One replica of a service, by an address the probing container can reach.
 #[derive(Clone, Debug)]
 pub struct Replica {
     pub container: String,
+    /// Its first address on the shared network (IPv4 when it has one).
     pub addr: IpAddr,
+    /// Every address it has on that network (IPv4 and IPv6 on a dual-stack network): a
+    /// client's connect loop falls back from one to the next.
+    pub addrs: Vec<IpAddr>,
     pub network: String,
 }
 
 impl Replica {
     pub fn label(&self) -> String {
-        format!("{} at {} on {}", self.container, self.addr, self.network)
+        let others: Vec<String> = self.addrs.iter().filter(|a| **a != self.addr).map(IpAddr::to_string).collect();
+        if others.is_empty() {
+            format!("{} at {} on {}", self.container, self.addr, self.network)
+        } else {
+            format!("{} at {} (and {}) on {}", self.container, self.addr, others.join(", "), self.network)
+        }
     }
 }
 
@@ -86,8 +111,14 @@ pub fn replicas_from(topology: &Topology, service: &str, from: &Target) -> Vec<R
         .iter()
         .filter_map(|t| {
             let att = t.attachments.iter().find(|a| shared.contains(&a.network.as_str()))?;
-            let addr = att.ipv4.map(IpAddr::V4).or(att.ipv6.map(IpAddr::V6))?;
-            Some(Replica { container: t.name.clone(), addr, network: topology.network_key(&att.network).to_string() })
+            let addrs: Vec<IpAddr> = att.ipv4.map(IpAddr::V4).into_iter().chain(att.ipv6.map(IpAddr::V6)).collect();
+            let addr = *addrs.first()?;
+            Some(Replica {
+                container: t.name.clone(),
+                addr,
+                addrs,
+                network: topology.network_key(&att.network).to_string(),
+            })
         })
         .collect()
 }
@@ -103,9 +134,53 @@ pub fn client_target(topology: &Topology, scenario: &Scenario, client: &str) -> 
 /// An endpoint pinned to `addr`, so the HTTP client never resolves on its own (it would
 /// read the host's resolv.conf, not the container's).
 pub fn pinned(provider: &Provider, addr: IpAddr) -> Endpoint {
+    pinned_all(provider, &[addr])
+}
+
+/// An endpoint pinned to `addrs` in order, falling back from one to the next.
+pub fn pinned_all(provider: &Provider, addrs: &[IpAddr]) -> Endpoint {
     let port = provider.url.port_or_known_default().unwrap_or(80);
-    Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None }
-        .pinned_to(SocketAddr::new(addr, port))
+    let addrs: Vec<SocketAddr> = addrs.iter().map(|a| SocketAddr::new(*a, port)).collect();
+    Endpoint::new(provider.url.clone(), provider.transport).pinned_in_order(&addrs)
+}
+
+/// The endpoint with its addresses in the order the namespace's libc would give them.
+pub fn in_libc_order(view: &crate::netns::NsView, endpoint: &Endpoint) -> Endpoint {
+    let addrs = endpoint.addresses();
+    if addrs.len() < 2 {
+        return endpoint.clone();
+    }
+    let ips: Vec<IpAddr> = addrs.iter().map(SocketAddr::ip).collect();
+    let ordered: Vec<SocketAddr> =
+        view.in_libc_order(&ips).into_iter().filter_map(|ip| addrs.iter().find(|a| a.ip() == ip).copied()).collect();
+    endpoint.pinned_in_order(&ordered)
+}
+
+/// `at` for every (replica, endpoint) of a plan at once, each endpoint's addresses in the
+/// order the namespace's libc gives them.
+pub async fn at_every_replica<T, Fut>(
+    view: &crate::netns::NsView,
+    endpoints: &[(String, Endpoint)],
+    at: impl Fn(String, Endpoint) -> Fut,
+) -> Vec<T>
+where
+    Fut: std::future::Future<Output = T>,
+{
+    futures_util::future::join_all(endpoints.iter().map(|(r, e)| at(r.clone(), in_libc_order(view, e)))).await
+}
+
+/// One check named `contract::<p>::<aspect>` for every provider that is not disabled.
+pub fn for_enabled_providers<P: crate::runner::Probe>(
+    scenario: &Scenario,
+    aspect: &str,
+    probe: impl Fn(&str) -> P,
+) -> Vec<Arc<dyn Check>> {
+    scenario
+        .providers
+        .iter()
+        .filter(|p| !p.disabled)
+        .map(|p| named(CheckName::of_provider(Family::Contract, &p.id, Some(aspect)), probe(&p.id)))
+        .collect()
 }
 
 /// Where the contract checks of a provider stand and what they talk to: in host mode the
@@ -168,7 +243,7 @@ fn positions(ctx: &RunContext, topology: &Topology, provider: &Provider) -> Vec<
 }
 
 fn host_vantage(provider: &Provider) -> Vantage {
-    let endpoint = Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None };
+    let endpoint = Endpoint::new(provider.url.clone(), provider.transport);
     Vantage {
         place: Place::Host,
         target: None,
@@ -190,7 +265,7 @@ fn vantage_at(
         position: label.to_string(),
         label: deployment.probed_by(target, label).trim_start_matches("probed from ").to_string(),
         target: Some(target.clone()),
-        endpoints: replicas.iter().map(|r| (r.label(), pinned(provider, r.addr))).collect(),
+        endpoints: replicas.iter().map(|r| (r.label(), pinned_all(provider, &r.addrs))).collect(),
     }
 }
 
@@ -264,3 +339,72 @@ pub fn join_addrs(addrs: &[IpAddr]) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// A provider with nothing but an id, an allowlist and defaults, for judges' tables.
+#[cfg(test)]
+pub(crate) fn provider_for_tests(id: &str, allowlist: &[&str]) -> Provider {
+    Provider {
+        id: id.into(),
+        url: format!("http://{id}:8000/mcp").parse().expect("a URL"),
+        transport: crate::mcp::Transport::StreamableHttp,
+        credential: format!("{id}-token"),
+        refusal: Default::default(),
+        allowed_consumers: vec![],
+        tools: crate::config::ToolsContract {
+            allowlist: allowlist.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        },
+        read: None,
+        disabled: false,
+        app_ports: vec![],
+        service: id.into(),
+        sidecar_networks: None,
+        app: None,
+        networks: vec![],
+        boundary: Default::default(),
+    }
+}
+
+/// IPv6 addresses still in duplicate address detection on the way between containers:
+/// the host's (a new network's bridge holds its gateway address tentative for a second
+/// or two after `up`) and the containers' own, on a /64 of `addrs` or of a container's
+/// own IPv6 address. Read from `/proc/1` (the host: cordon runs there, or in its image
+/// with `--pid host`) and from each local container's `/proc/<pid>`; what cannot be read
+/// (a task on another node) counts as settled.
+pub(crate) fn ipv6_settling<'a>(
+    containers: impl IntoIterator<Item = &'a Target>,
+    addrs: impl IntoIterator<Item = IpAddr>,
+) -> Vec<String> {
+    let prefix = |a: std::net::Ipv6Addr| u128::from(a) >> 64;
+    let mut prefixes: std::collections::BTreeSet<u128> =
+        addrs.into_iter().filter_map(|a| if let IpAddr::V6(v6) = a { Some(prefix(v6)) } else { None }).collect();
+    let mut places = vec![(1, "the host".to_string())];
+    for t in containers {
+        prefixes.extend(t.attachments.iter().filter_map(|a| a.ipv6).map(prefix));
+        if t.pid != 0 {
+            places.push((t.pid, t.name.clone()));
+        }
+    }
+    if prefixes.is_empty() {
+        return vec![];
+    }
+    let mut out = Vec::new();
+    for (pid, place) in places {
+        for (addr, interface) in crate::netns::procfs::tentative_ipv6(pid).unwrap_or_default() {
+            if prefixes.contains(&prefix(addr)) {
+                out.push(format!("{addr} on {interface} ({place})"));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Why a closed IPv6 door is not judged yet (see [`ipv6_settling`]).
+pub(crate) fn settling_reason(settling: &[String]) -> String {
+    format!(
+        "IPv6 duplicate address detection still running for {}: a failed IPv6 connect proves nothing yet",
+        settling.join(", ")
+    )
+}

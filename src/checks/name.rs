@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::join_addrs;
-use crate::dns::{AnswerSource, NameAnswer, WildcardSet};
+use crate::dns::{AnswerSource, DnsError, NameAnswer, WildcardSet};
 use crate::engine::Target;
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
@@ -22,6 +22,9 @@ pub struct NameSeen {
     pub host: String,
     pub wildcard: WildcardSet,
     pub answer: NameAnswer,
+    /// The lookup timed out where every unknown name times out: the name is unknown.
+    #[serde(default)]
+    pub unknown: bool,
 }
 
 impl NameSeen {
@@ -39,23 +42,37 @@ impl NameSeen {
             AnswerSource::Literal => " (an address literal)",
             AnswerSource::Dns => "",
         };
-        vec![
-            format!("wildcard set W = {{{}}} (learned from {})", addrs.join(", "), probes.join(", ")),
-            format!("{} → [{}]{source}", self.host, join_addrs(&self.answer.addrs)),
-        ]
+        let learned = match &self.wildcard.unknown_names_time_out {
+            Some(known) => format!(
+                "wildcard set W = {{}} (every unknown name timed out — {} — while `{known}` answers: the resolver forwards unknown names nowhere, as on an `internal: true` network, so they resolve to nothing)",
+                self.wildcard.errors.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+            ),
+            None => format!("wildcard set W = {{{}}} (learned from {})", addrs.join(", "), probes.join(", ")),
+        };
+        let answered = if self.unknown {
+            format!("{} → [] (timed out, as every unknown name does here)", self.host)
+        } else {
+            format!("{} → [{}]{source}", self.host, join_addrs(&self.answer.addrs))
+        };
+        vec![learned, answered]
     }
 }
 
 /// Learns W (once per namespace) and resolves `host` like the client's libc. Failures
-/// to get any answer are "not ready".
-pub async fn observe(view: &NsView, host: &str) -> Result<NameSeen, Attempt> {
+/// to get any answer are "not ready", but for a timeout where every unknown name times
+/// out: that is the answer an unknown name gets there. `known`: names the namespace's
+/// resolver must know (its own container's), to tell such a resolver from a dead one.
+pub async fn observe(view: &NsView, host: &str, known: &[String]) -> Result<NameSeen, Attempt> {
     let wildcard =
-        view.wildcard().await.map_err(|e| Attempt::not_ready(format!("{}: {e}", view.label()), vec![]))?.clone();
-    let answer = view
-        .resolve(host)
-        .await
-        .map_err(|e| Attempt::not_ready(format!("{}: resolving {host}: {e}", view.label()), vec![]))?;
-    Ok(NameSeen { host: host.to_string(), wildcard, answer })
+        view.wildcard(known).await.map_err(|e| Attempt::not_ready(format!("{}: {e}", view.label()), vec![]))?.clone();
+    let (answer, unknown) = match view.resolve(host).await {
+        Ok(answer) => (answer, false),
+        Err(DnsError::Timeout { .. }) if wildcard.unknown_names_time_out.is_some() => {
+            (NameAnswer { source: AnswerSource::Dns, addrs: vec![] }, true)
+        }
+        Err(e) => return Err(Attempt::not_ready(format!("{}: resolving {host}: {e}", view.label()), vec![])),
+    };
+    Ok(NameSeen { host: host.to_string(), wildcard, answer, unknown })
 }
 
 /// What one answered address is.
@@ -240,6 +257,7 @@ mod tests {
 
     fn seen(answers: &[&str], wildcard: &[&str], source: AnswerSource) -> NameSeen {
         NameSeen {
+            unknown: false,
             host: "native".into(),
             wildcard: WildcardSet {
                 addrs: wildcard.iter().map(|a| a.parse().unwrap()).collect(),

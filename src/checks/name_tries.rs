@@ -9,21 +9,40 @@ use std::net::{IpAddr, SocketAddr};
 use serde::{Deserialize, Serialize};
 
 use super::session::{ErrorSeen, SessionCheckPlan};
-use crate::mcp::{EraChoice, McpClient};
+use crate::mcp::{Era, EraChoice, McpClient, McpError};
 use crate::model::{Finding, FindingKind};
 use crate::netns::NsView;
 
 /// One session through the name: each request, where it landed and how it went.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NameTry {
+    /// The era asked for: the server's first offer, or the handshake on purpose.
+    #[serde(default = "auto")]
+    pub era: EraChoice,
     pub steps: Vec<TryStep>,
+    /// The handshake era was asked for and the server does not speak it (a 4xx to
+    /// `initialize`): no session of that era exists to lose.
+    #[serde(default)]
+    pub unspoken: bool,
 }
+
+fn auto() -> EraChoice {
+    EraChoice::Auto
+}
+
+/// Every era a session through the name is tried in: the one the server offers first,
+/// and the initialize handshake (stateful sessions are lost between replicas without
+/// affinity even when the stateless era looks healthy).
+pub const ERAS: [EraChoice; 2] = [EraChoice::Auto, EraChoice::Handshake];
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TryStep {
     pub step: String,
     /// The replica (or the VIP) the request went to.
     pub landed: String,
+    /// It went to one of the service's virtual IPs.
+    #[serde(default)]
+    pub vip: bool,
     pub outcome: Result<(), ErrorSeen>,
 }
 
@@ -32,17 +51,18 @@ pub struct TryStep {
 /// to answer `(k + i) mod n`: the rotation DNS round robin gives a client's successive
 /// lookups, made deterministic, so with two replicas every session's second request
 /// lands on the replica that did not open it.
-pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan, try_number: usize) -> NameTry {
+pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan, era: EraChoice, try_number: usize) -> NameTry {
     let mut steps = Vec::new();
+    let done = |steps: Vec<TryStep>| NameTry { era, steps, unspoken: false };
+    let replica_of = |addr: &IpAddr| plan.replicas.iter().position(|(addrs, _)| addrs.contains(addr));
+    let is_vip = |addr: &IpAddr| plan.vips.iter().any(|(a, _)| a == addr);
+    let at_vip = |addr: IpAddr| replica_of(&addr).is_none() && is_vip(&addr);
     let land = |addr: IpAddr| {
-        plan.replicas
-            .iter()
-            .chain(&plan.vips)
-            .find(|(a, _)| *a == addr)
-            .map(|(_, l)| l.clone())
+        replica_of(&addr)
+            .map(|i| plan.replicas[i].1.clone())
+            .or_else(|| plan.vips.iter().find(|(a, _)| *a == addr).map(|(_, l)| l.clone()))
             .unwrap_or_else(|| addr.to_string())
     };
-    let is_vip = |addr: &IpAddr| plan.vips.iter().any(|(a, _)| a == addr);
     let resolve = |request: usize| async move {
         let answer = view.resolve(&plan.host).await.map_err(|e| e.to_string())?;
         // The engine's DNS shuffles a dnsrr answer: sorted, the rotation is the same on
@@ -54,7 +74,7 @@ pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan, try_number
             return Err(format!("`{}` resolved to nothing", plan.host));
         }
         // The credential goes to replicas (and the service's own VIPs) only.
-        if let Some(stray) = addrs.iter().find(|addr| !is_vip(addr) && !plan.replicas.iter().any(|(a, _)| a == *addr)) {
+        if let Some(stray) = addrs.iter().find(|addr| !is_vip(addr) && replica_of(addr).is_none()) {
             return Err(format!(
                 "`{}` answered {stray}, which is no replica: the credential is not sent there",
                 plan.host
@@ -63,57 +83,78 @@ pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan, try_number
         // Until the name answers every replica the client shares a network with, some
         // replica is never landed on: the rotation would prove nothing (not ready).
         // (A VIP stands for every task: the engine does the rotation.)
-        if !addrs.iter().any(is_vip) && addrs.len() < plan.replicas.len() {
+        let covered: std::collections::BTreeSet<usize> = addrs.iter().filter_map(&replica_of).collect();
+        if !addrs.iter().any(is_vip) && covered.len() < plan.replicas.len() {
             return Err(format!(
                 "`{}` answered {} of the {} replicas the client shares a network with: the engine's DNS has not caught up",
                 plan.host,
-                addrs.len(),
+                covered.len(),
                 plan.replicas.len()
             ));
         }
-        Ok(addrs[(try_number + request) % addrs.len()])
+        // The answer as this lookup hands it out, rotated to start at the chosen address: a
+        // client's connect loop falls back along it when that one does not accept.
+        let n = addrs.len();
+        addrs.rotate_left((try_number + request) % n);
+        Ok(addrs)
     };
-    let client_at = |addr: IpAddr| {
-        McpClient::new(
-            plan.endpoint.pinned_to(SocketAddr::new(addr, plan.port)),
-            Some(plan.secret.clone()),
-            plan.limits.clone(),
-        )
+    let client_at = |addrs: &[IpAddr]| {
+        let addrs: Vec<SocketAddr> = addrs.iter().map(|a| SocketAddr::new(*a, plan.port)).collect();
+        McpClient::new(plan.endpoint.pinned_in_order(&addrs), Some(plan.secret.clone()), plan.limits.clone())
     };
+    // Where a request really went: the address its connection ended up on.
+    let landed = |client: &McpClient, asked: IpAddr| land(client.peer().map_or(asked, |p| p.ip()));
     let failed = |step: &str, landed: String, text: String| TryStep {
         step: step.into(),
         landed,
+        vip: false,
         outcome: Err(ErrorSeen { text, not_ready: true }),
     };
-    let first = match resolve(0).await {
+    let answer = match resolve(0).await {
         Ok(a) => a,
-        Err(e) => return NameTry { steps: vec![failed("resolving", "-".into(), e)] },
+        Err(e) => return done(vec![failed("resolving", "-".into(), e)]),
     };
-    let opener = match client_at(first) {
+    let first = answer[0];
+    let opener = match client_at(&answer) {
         Ok(c) => c,
-        Err(e) => return NameTry { steps: vec![failed("initialize", land(first), e.to_string())] },
+        Err(e) => return done(vec![failed("opening a session", land(first), e.to_string())]),
     };
-    let session = match opener.connect_era(EraChoice::Auto).await {
+    let session = match opener.connect_era(era).await {
         Ok(s) => s,
         Err(e) => {
-            steps.push(TryStep { step: "initialize".into(), landed: land(first), outcome: Err((&e).into()) });
-            return NameTry { steps };
+            let unspoken = era == EraChoice::Handshake && handshake_unspoken(&e);
+            steps.push(TryStep {
+                step: "initialize".into(),
+                landed: landed(&opener, first),
+                vip: at_vip(first),
+                outcome: Err((&e).into()),
+            });
+            return NameTry { era, steps, unspoken };
         }
     };
-    steps.push(TryStep { step: "initialize".into(), landed: land(first), outcome: Ok(()) });
+    // The first step is named for what was sent: a stateless session opens with
+    // server/discover, a stateful one with initialize.
+    let opened_with = if session.era == Era::Stateless2026 { "server/discover" } else { "initialize" };
+    steps.push(TryStep {
+        step: opened_with.into(),
+        landed: landed(&opener, first),
+        vip: at_vip(first),
+        outcome: Ok(()),
+    });
     let mut requests: Vec<&str> = vec!["tools/list"];
     if plan.read.is_some() {
         requests.push("tools/call");
     }
     for (i, step) in requests.into_iter().enumerate() {
-        let addr = match resolve(i + 1).await {
+        let answer = match resolve(i + 1).await {
             Ok(a) => a,
             Err(e) => {
                 steps.push(failed(step, "-".into(), e));
                 break;
             }
         };
-        let client = match client_at(addr) {
+        let addr = answer[0];
+        let client = match client_at(&answer) {
             Ok(c) => c,
             Err(e) => {
                 steps.push(failed(step, land(addr), e.to_string()));
@@ -127,23 +168,53 @@ pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan, try_number
             _ => client.list_tools(&session).await.map(drop),
         };
         let failed_here = outcome.is_err();
-        steps.push(TryStep { step: step.into(), landed: land(addr), outcome: outcome.map_err(|e| (&e).into()) });
+        steps.push(TryStep {
+            step: step.into(),
+            landed: landed(&client, addr),
+            vip: at_vip(addr),
+            outcome: outcome.map_err(|e| (&e).into()),
+        });
         if failed_here {
             break;
         }
     }
     opener.close(session).await;
-    NameTry { steps }
+    done(steps)
+}
+
+/// A server that answers `initialize` with a 4xx or a JSON-RPC error speaks no handshake
+/// era; anything else (a timeout, a 5xx) is the server not being ready.
+fn handshake_unspoken(e: &McpError) -> bool {
+    match e {
+        McpError::Http { status, .. } => (400..500).contains(status),
+        McpError::JsonRpc { .. } => true,
+        _ => false,
+    }
 }
 
 /// Pure: a request of a session that fails where the session was opened elsewhere is a
 /// failure naming the replica that did not know it; errors of the "not ready" kind wait.
 /// Returns findings, evidence lines and not-ready reasons.
-pub fn judge_name_tries(tries: &[NameTry]) -> (Vec<Finding>, Vec<String>, Vec<String>) {
+/// `replicas_serve`: a session at every replica's own address succeeded. Then a VIP that
+/// never answers leads nowhere (no IPVS on the node, a broken load balancer): a client
+/// using the name cannot get in, and waiting for it to start changes nothing.
+pub fn judge_name_tries(tries: &[NameTry], replicas_serve: bool) -> (Vec<Finding>, Vec<String>, Vec<String>) {
     let mut findings = Vec::new();
     let mut evidence = Vec::new();
     let mut waiting = Vec::new();
     for (i, t) in tries.iter().enumerate() {
+        let era = match t.era {
+            EraChoice::Auto => "",
+            EraChoice::Handshake => " (initialize handshake)",
+        };
+        if t.unspoken {
+            evidence.push(format!(
+                "session {} through the name{era}: the server speaks no initialize handshake ({})",
+                i + 1,
+                t.steps.first().and_then(|s| s.outcome.as_ref().err()).map_or("", |e| e.text.as_str())
+            ));
+            continue;
+        }
         let path: Vec<String> = t
             .steps
             .iter()
@@ -152,20 +223,39 @@ pub fn judge_name_tries(tries: &[NameTry]) -> (Vec<Finding>, Vec<String>, Vec<St
                 Err(e) => format!("{} at {} failed: {}", s.step, s.landed, e.text),
             })
             .collect();
-        evidence.push(format!("session {} through the name: {}", i + 1, path.join(" → ")));
-        let opened = t.steps.first().filter(|s| s.step == "initialize" && s.outcome.is_ok()).map(|s| s.landed.clone());
+        evidence.push(format!("session {} through the name{era}: {}", i + 1, path.join(" → ")));
+        let opened = t.steps.first().filter(|s| s.outcome.is_ok()).map(|s| s.landed.clone());
         for s in &t.steps {
             let Err(e) = &s.outcome else { continue };
+            if e.not_ready && s.vip && replicas_serve {
+                findings.push(
+                    Finding::new(
+                        FindingKind::SessionFailed,
+                        format!(
+                            "the name answers {}, which never answers ({}), while every replica serves at its own address: the VIP leads nowhere (no IPVS on the node?)",
+                            s.landed, e.text
+                        ),
+                    )
+                    .fact("replica", &s.landed),
+                );
+                continue;
+            }
             if e.not_ready {
-                waiting.push(format!("session {} through the name: {} at {}: {}", i + 1, s.step, s.landed, e.text));
+                waiting.push(format!(
+                    "session {} through the name{era}: {} at {}: {}",
+                    i + 1,
+                    s.step,
+                    s.landed,
+                    e.text
+                ));
                 continue;
             }
             let message = match &opened {
                 Some(at) if *at != s.landed => format!(
-                    "the session opened at {at} was not known to {}: {} failed: {} (requests through the name land on any replica; the provider keeps sessions per replica and has no affinity)",
+                    "the session{era} opened at {at} was not known to {}: {} failed: {} (requests through the name land on any replica; the provider keeps sessions per replica and has no affinity)",
                     s.landed, s.step, e.text
                 ),
-                _ => format!("a session through the name failed at {}: {} failed: {}", s.landed, s.step, e.text),
+                _ => format!("a session{era} through the name failed at {}: {} failed: {}", s.landed, s.step, e.text),
             };
             findings.push(Finding::new(FindingKind::SessionFailed, message).fact("replica", &s.landed));
         }
@@ -183,34 +273,97 @@ mod tests {
         TryStep {
             step: step.into(),
             landed: landed.into(),
+            vip: landed.starts_with("the VIP"),
             outcome: outcome.map_err(|(t, n)| ErrorSeen { text: t.into(), not_ready: n }),
         }
     }
 
     #[test]
     fn a_session_unknown_to_another_replica_fails_naming_it() {
-        let good = NameTry { steps: vec![step("initialize", "a", Ok(())), step("tools/list", "a", Ok(()))] };
+        let good = NameTry {
+            era: EraChoice::Auto,
+            unspoken: false,
+            steps: vec![step("initialize", "a", Ok(())), step("tools/list", "a", Ok(()))],
+        };
         let lost = NameTry {
+            era: EraChoice::Auto,
+            unspoken: false,
             steps: vec![
                 step("initialize", "a", Ok(())),
                 step("tools/list", "b", Err(("HTTP 404: Session not found", false))),
             ],
         };
-        let (f, e, w) = judge_name_tries(&[good.clone(), lost.clone(), lost]);
+        let (f, e, w) = judge_name_tries(&[good.clone(), lost.clone(), lost], true);
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].kind, FindingKind::SessionFailed);
         assert_eq!(f[0].facts["replica"], "b");
         assert!(f[0].message.contains("opened at a was not known to b"), "{}", f[0].message);
         assert_eq!(e.len(), 3);
         assert!(w.is_empty());
-        let (f, _, _) = judge_name_tries(&[good]);
+        let (f, _, _) = judge_name_tries(&[good], true);
         assert!(f.is_empty());
+    }
+
+    /// Stateless sessions survive the rotation; the handshake sessions of the same server
+    /// do not, and fail naming the replica. A server with no handshake era is no finding.
+    #[test]
+    fn the_handshake_era_is_judged_apart() {
+        let stateless = NameTry {
+            era: EraChoice::Auto,
+            unspoken: false,
+            steps: vec![step("server/discover", "a", Ok(())), step("tools/list", "b", Ok(()))],
+        };
+        let lost = NameTry {
+            era: EraChoice::Handshake,
+            unspoken: false,
+            steps: vec![
+                step("initialize", "a", Ok(())),
+                step("tools/list", "b", Err(("HTTP 404: Session not found", false))),
+            ],
+        };
+        let (f, e, _) = judge_name_tries(&[stateless.clone(), lost], true);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].message.contains("the session (initialize handshake) opened at a was not known to b"),
+            "{}",
+            f[0].message
+        );
+        assert!(e[0].contains("server/discover at a ok"), "{e:?}");
+        let unspoken = NameTry {
+            era: EraChoice::Handshake,
+            unspoken: true,
+            steps: vec![step("initialize", "a", Err(("HTTP 400", false)))],
+        };
+        let (f, e, w) = judge_name_tries(&[stateless, unspoken], true);
+        assert!(f.is_empty() && w.is_empty(), "{f:?} {w:?}");
+        assert!(e[1].contains("speaks no initialize handshake"), "{e:?}");
+    }
+
+    /// A VIP that never answers while every replica serves directly: a failure at once,
+    /// not a wait to the deadline. While a replica itself is not serving yet, it waits.
+    #[test]
+    fn a_dead_vip_fails_at_once_when_the_replicas_serve() {
+        let dead = NameTry {
+            era: EraChoice::Auto,
+            unspoken: false,
+            steps: vec![step("initialize", "the VIP of service native at 10.9.0.2 on net", Err(("timed out", true)))],
+        };
+        let (f, _, w) = judge_name_tries(std::slice::from_ref(&dead), true);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("the VIP leads nowhere"), "{}", f[0].message);
+        assert!(w.is_empty());
+        let (f, _, w) = judge_name_tries(&[dead], false);
+        assert!(f.is_empty() && w.len() == 1);
     }
 
     #[test]
     fn a_provider_still_starting_waits() {
-        let starting = NameTry { steps: vec![step("initialize", "a", Err(("connection refused", true)))] };
-        let (f, _, w) = judge_name_tries(&[starting]);
+        let starting = NameTry {
+            era: EraChoice::Auto,
+            unspoken: false,
+            steps: vec![step("initialize", "a", Err(("connection refused", true)))],
+        };
+        let (f, _, w) = judge_name_tries(&[starting], true);
         assert!(f.is_empty());
         assert_eq!(w.len(), 1);
     }

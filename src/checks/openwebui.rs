@@ -10,18 +10,24 @@
 //! family holds for reading), and only when the suite says `disruptive: true`.
 
 mod access;
+#[cfg(test)]
+mod connection_tests;
+mod connections;
 mod judge;
 mod probes;
 mod restart;
 #[cfg(test)]
 mod tests;
+mod tool_call;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock};
 
 use url::Url;
 
-pub use judge::{Desired, WantedConnection, judge_connections, judge_reach, judge_tool_call, judge_view};
+pub use judge::Desired;
+/// The prompt and the expectation test the other client families share.
+pub(crate) use tool_call::{meets, nonce, prompt, with_nonce};
 
 use crate::config::{Family, OpenWebui, Scenario, Suite};
 use crate::mcp::Limits;
@@ -73,12 +79,13 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
         match (&webui.model, read) {
             (Some(model), Some(read)) => checks.push(named(
                 check,
-                probes::ToolCall {
+                tool_call::ToolCall {
                     site: site(()),
                     provider: p.clone(),
                     group: want.group.clone(),
                     model: model.clone(),
                     read,
+                    nonce_argument: webui.nonce_arguments.get(p).cloned(),
                 },
             )),
             (None, _) => checks.push(named(
@@ -95,7 +102,7 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
     }
     let restart = name(&client, "restart_convergence", None, None);
     if suite.disruptive {
-        checks.push(named(restart, probes::Restart { site: site(()), desired: desired.clone() }));
+        checks.push(named(restart, restart::Restart { site: site(()), desired: desired.clone() }));
     } else {
         checks.push(named(
             restart,
@@ -108,12 +115,12 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
     for case in ACCESS_CASES {
         checks.push(named(
             name(&client, "access", Some(case), None),
-            probes::Access { site: site(()), desired: desired.clone(), case: case.parse().expect("known case") },
+            access::Access { site: site(()), desired: desired.clone(), case: case.parse().expect("known case") },
         ));
     }
     let oidc = name(&client, "access", Some(OIDC_ASPECT), None);
     if webui.oidc.is_some() {
-        checks.push(named(oidc, probes::Access { site: site(()), desired, case: probes::Case::LastGroupRemovedOidc }));
+        checks.push(named(oidc, access::Access { site: site(()), desired, case: probes::Case::LastGroupRemovedOidc }));
     } else {
         checks.push(named(
             oidc,

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{contract, disabled, reach, refusal, route, session, sidecar};
+use super::{arguments, calls, contract, disabled, egress, limits, reach, refusal, route, session, sidecar};
 use crate::netns::procfs::{self, Listener};
 use crate::netns::{Interface, NsView};
 
@@ -61,6 +61,10 @@ plans! {
     Look(disabled::LookPlan) -> Result<disabled::Look, String>,
     Interfaces(sidecar::InterfacesPlan) -> Result<Vec<Interface>, String>,
     Proc(ProcPlan) -> Result<ProcFacts, String>,
+    Calls(calls::CallsPlan) -> Vec<calls::SessionCalls>,
+    Arguments(arguments::ArgumentsPlan) -> Vec<arguments::ArgumentSession>,
+    Limits(limits::LimitsPlan) -> Vec<limits::LimitsSeen>,
+    Egress(egress::EgressPlan) -> egress::EgressSeen,
 }
 
 /// What a namespace's own `/proc` says: read through `/proc/<pid>` from the host, or by

@@ -31,8 +31,11 @@ use crate::runner::{Check, Probe, RunContext, TRANSIENT_MARK, named};
 
 mod answer;
 use crate::topology::Topology;
-pub use answer::{Answer, AskWho, answer_of, who_answers};
-use answer::{answered_by_container, references};
+#[cfg(test)]
+pub use answer::answer_of;
+use answer::answered_by_container;
+pub(crate) use answer::references;
+pub use answer::{Answer, AskWho, who_answers};
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
@@ -135,6 +138,9 @@ pub struct Surface {
     /// leave the node and be answered upstream); a door counts only when it answers as
     /// the container behind it answers from its own namespace: (container, port) → answer.
     pub references: Option<BTreeMap<(String, u16), Answer>>,
+    /// IPv6 addresses on the way still in duplicate address detection (see
+    /// [`super::ipv6_settling`]): until they settle, a failed IPv6 connect proves nothing.
+    pub settling: Vec<String>,
 }
 
 /// Every door of `targets`: each address on each network × every port a container
@@ -264,6 +270,8 @@ impl Probe for ReachCheck {
             gateways.dedup();
             let mut surface = surface(&topology, &targets, &listening, &declared, &gateways);
             surface.doors.extend(vip_doors(&topology.vips_of(&service), &service, &surface.doors));
+            let ends = std::iter::once(&client).chain(&targets);
+            surface.settling = super::ipv6_settling(ends, surface.doors.iter().map(|d| d.addr.ip()));
             let swarm = deployment.mode == Mode::Swarm;
             let ask = swarm.then(|| AskWho {
                 host: provider.url.host_str().unwrap_or_default().to_string(),
@@ -393,6 +401,9 @@ pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Atte
     if !findings.is_empty() {
         return Attempt::failed(findings, evidence);
     }
+    if !surface.settling.is_empty() && knocks.iter().any(|k| k.door.addr.is_ipv6() && k.first.is_err()) {
+        return Attempt::not_ready(super::settling_reason(&surface.settling), evidence);
+    }
     if !surface.not_listening.is_empty() {
         let waiting: Vec<String> = surface.not_listening.iter().map(|(c, p)| format!("{c} on port {p}")).collect();
         return Attempt::not_ready(
@@ -474,6 +485,36 @@ mod tests {
         let knocks =
             vec![Knock { door: s.doors[0].clone(), first: Err("refused".into()), repeats: vec![], answer: None }];
         assert!(matches!(judge(&s, &knocks, "c", "`native`"), Attempt::NotReady { .. }));
+    }
+
+    #[rstest::rstest]
+    #[case::ipv6_closed_while_settling("[fd00:1::2]:8000", Err("no answer".into()), true, "not ready")]
+    #[case::ipv6_closed_once_settled("[fd00:1::2]:8000", Err("no answer".into()), false, "pass")]
+    #[case::ipv6_open_while_settling("[fd00:1::2]:8000", Ok(()), true, "fail")]
+    #[case::ipv4_closed_while_settling("10.0.1.2:8000", Err("no answer".into()), true, "pass")]
+    fn a_closed_ipv6_door_proves_nothing_while_an_address_on_the_way_is_tentative(
+        #[case] addr: &str,
+        #[case] first: Result<(), String>,
+        #[case] settling: bool,
+        #[case] want: &str,
+    ) {
+        let repeats = if first.is_ok() { vec![Ok(()), Ok(())] } else { vec![] };
+        let k = knock(addr, Via::Direct, first, repeats);
+        let s = Surface {
+            doors: vec![k.door.clone()],
+            settling: if settling { vec!["fd00:1::1 on br-1 (the host)".into()] } else { vec![] },
+            ..Default::default()
+        };
+        let got = match judge(&s, &[k], "c", "`native`") {
+            Attempt::NotReady { reason, .. } => {
+                assert!(reason.contains("fd00:1::1 on br-1 (the host)"), "{reason}");
+                "not ready"
+            }
+            Attempt::Pass { .. } => "pass",
+            Attempt::Fail { .. } => "fail",
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(got, want);
     }
 
     fn knock(addr: &str, via: Via, first: Result<(), String>, repeats: Vec<Result<(), String>>) -> Knock {

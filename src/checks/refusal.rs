@@ -18,7 +18,7 @@ use serde_json::json;
 use super::session::ErrorSeen;
 use super::{contract_vantages, observe_everywhere};
 use crate::config::{Provider, Refusal};
-use crate::mcp::{Ask, Endpoint, EntryPoint, Era, Exchange, Limits, McpClient, Transport};
+use crate::mcp::{Ask, Endpoint, EntryPoint, Era, EraChoice, Exchange, Limits, McpClient, SessionSource, Transport};
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::runner::{Probe, RunContext};
 use crate::secret::Secret;
@@ -46,13 +46,26 @@ pub struct RefusalCheck {
     pub bearer: Bearer,
 }
 
-/// One bearer presented, and how evidence names it.
+/// One credential presented, and how evidence names it.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Presented {
     pub label: String,
     #[serde(with = "super::wire::opt_secret")]
     pub secret: Option<Secret>,
+    /// Sent as this URL query parameter, with no `Authorization` header.
+    #[serde(default)]
+    pub in_query: Option<String>,
 }
+
+impl Presented {
+    fn bearer(label: impl Into<String>, secret: Option<Secret>) -> Self {
+        Presented { label: label.into(), secret, in_query: None }
+    }
+}
+
+/// Query parameters servers and proxies read a token from. A credential there lands in
+/// every proxy's access log; the platform allows credentials in authenticated headers only.
+pub const QUERY_CREDENTIAL_PARAMS: [&str; 3] = ["access_token", "token", "api_key"];
 
 /// What the vantage point does: at every replica, a valid session, the valid bearer's
 /// control answers, and every presented bearer at every entry point.
@@ -69,9 +82,10 @@ pub struct RefusalPlan {
 }
 
 impl RefusalPlan {
-    pub async fn observe(self, _view: std::rc::Rc<crate::netns::NsView>) -> Vec<ReplicaRefusal> {
+    pub async fn observe(self, view: std::rc::Rc<crate::netns::NsView>) -> Vec<ReplicaRefusal> {
         let RefusalPlan { endpoints, provider, valid, presented, limits } = self;
-        join_all(endpoints.into_iter().map(|(replica, endpoint)| {
+        let endpoints = endpoints.into_iter().map(|(r, e)| (r, super::in_libc_order(&view, &e)));
+        join_all(endpoints.map(|(replica, endpoint)| {
             observe_replica(replica, endpoint, &provider, valid.clone(), presented.clone(), limits.clone())
         }))
         .await
@@ -101,9 +115,20 @@ impl Try {
 /// The valid bearer's own session at a replica.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ValidSession {
+    /// The valid bearer's initialize-handshake session, when the server offered the
+    /// stateless era first (absent otherwise), or why it could not be opened.
+    #[serde(default)]
+    pub handshake: Option<Result<HandshakeSession, ErrorSeen>>,
     pub era: Era,
     pub session_id: bool,
     pub served: Vec<String>,
+}
+
+/// A second valid session, in the handshake era.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HandshakeSession {
+    pub protocol_version: Option<String>,
+    pub session_id: bool,
 }
 
 /// Everything seen at one replica.
@@ -174,14 +199,33 @@ impl RefusalCheck {
     /// The bearers to present, and the providers sharing this one's secret.
     fn presented(&self, ctx: &RunContext, provider: &Provider) -> Result<(Vec<Presented>, Vec<String>), Attempt> {
         match self.bearer {
-            Bearer::Anonymous => Ok((vec![Presented { label: "no bearer".into(), secret: None }], vec![])),
-            Bearer::Wrong => Ok((
-                vec![Presented {
-                    label: "a wrong bearer".into(),
-                    secret: Some(ctx.redactor.register("generated-wrong-bearer", wrong_bearer())),
-                }],
-                vec![],
-            )),
+            Bearer::Anonymous => {
+                let valid = ctx.scenario.secret(&provider.credential);
+                let mut presented = vec![Presented::bearer("no bearer", None)];
+                presented.extend(QUERY_CREDENTIAL_PARAMS.iter().map(|param| Presented {
+                    label: format!(
+                        "the valid credential in the URL query parameter `{param}` (no Authorization header)"
+                    ),
+                    secret: Some(valid.clone()),
+                    in_query: Some(param.to_string()),
+                }));
+                Ok((presented, vec![]))
+            }
+            Bearer::Wrong => {
+                let valid = ctx.scenario.secret(&provider.credential);
+                let mut presented = vec![Presented::bearer(
+                    "a wrong bearer",
+                    Some(ctx.redactor.register("generated-wrong-bearer", wrong_bearer())),
+                )];
+                presented.extend(near_misses(valid.expose()).into_iter().map(|(how, value)| {
+                    let label = format!("{}/near-miss/{}", valid.label(), how.replace(' ', "-"));
+                    Presented::bearer(
+                        format!("a near miss of the valid credential ({how})"),
+                        Some(ctx.redactor.register(&label, value)),
+                    )
+                }));
+                Ok((presented, vec![]))
+            }
             Bearer::Foreign => {
                 let own = ctx.scenario.secret(&provider.credential).expose().to_string();
                 let mut shared = Vec::new();
@@ -192,23 +236,19 @@ impl RefusalCheck {
                     if secret.expose() == own {
                         shared.push(other.id.clone());
                     } else if seen.insert(secret.expose().to_string()) {
-                        presented.push(Presented {
-                            label: format!(
-                                "another provider's valid bearer ({}, of provider {})",
-                                secret.label(),
-                                other.id
-                            ),
-                            secret: Some(secret.clone()),
-                        });
+                        presented.push(Presented::bearer(
+                            format!("another provider's valid bearer ({}, of provider {})", secret.label(), other.id),
+                            Some(secret.clone()),
+                        ));
                     }
                 }
                 for id in &ctx.scenario.foreign_credentials {
                     let secret = ctx.scenario.secret(id);
                     if secret.expose() != own && seen.insert(secret.expose().to_string()) {
-                        presented.push(Presented {
-                            label: format!("another provider's valid bearer ({})", secret.label()),
-                            secret: Some(secret.clone()),
-                        });
+                        presented.push(Presented::bearer(
+                            format!("another provider's valid bearer ({})", secret.label()),
+                            Some(secret.clone()),
+                        ));
                     }
                 }
                 if presented.is_empty() && shared.is_empty() {
@@ -229,6 +269,47 @@ fn wrong_bearer() -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut rng = rand::rng();
     (0..40).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+}
+
+/// Credentials one edit away from the valid one, each with how it was made: a server that
+/// compares only a prefix, accepts the token with anything appended or cut short, or
+/// ignores case lets one of them in. None equals the valid value.
+pub fn near_misses(valid: &str) -> Vec<(&'static str, String)> {
+    let chars: Vec<char> = valid.chars().collect();
+    let n = chars.len();
+    if n == 0 {
+        return vec![];
+    }
+    let other = |c: char| match c {
+        '0'..='8' => ((c as u8) + 1) as char,
+        '9' => '0',
+        'a'..='y' | 'A'..='Y' => ((c as u8) + 1) as char,
+        'z' => 'a',
+        'Z' => 'A',
+        _ => 'x',
+    };
+    let mut last_changed = chars.clone();
+    last_changed[n - 1] = other(chars[n - 1]);
+    let half = n / 2;
+    let new_tail: String = chars[half..].iter().map(|&c| other(other(c))).collect();
+    let swapped: String = chars
+        .iter()
+        .map(|c| if c.is_ascii_lowercase() { c.to_ascii_uppercase() } else { c.to_ascii_lowercase() })
+        .collect();
+    let candidates = [
+        ("last character changed", last_changed.into_iter().collect::<String>()),
+        ("first half kept, new tail", chars[..half].iter().collect::<String>() + &new_tail),
+        ("suffix appended", format!("{valid}0")),
+        ("cut by one", chars[..n - 1].iter().collect()),
+        ("case swapped", swapped),
+    ];
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    for (how, value) in candidates {
+        if value != valid && !value.is_empty() && !out.iter().any(|(_, v)| *v == value) {
+            out.push((how, value));
+        }
+    }
+    out
 }
 
 /// The tool `tools/call` asks for: the read tool, else the first allowlisted one.
@@ -260,18 +341,23 @@ pub fn base_asks(provider: &Provider) -> Vec<Ask> {
     }
 }
 
-/// Entry points that ride on a live valid session: its `Mcp-Session-Id` (streamable) or
-/// its message URL (legacy).
-fn session_asks(provider: &Provider, session_id: Option<&str>, message_url: Option<&str>) -> Vec<Ask> {
+/// Entry points that ride on a live session: its `Mcp-Session-Id` (streamable) on every
+/// session-bound entry point, or its message URL (legacy).
+fn session_asks(
+    provider: &Provider,
+    session: Option<(&str, Option<&str>, SessionSource)>,
+    message_url: Option<&str>,
+) -> Vec<Ask> {
     let call = call_tool(provider);
     let mut asks = Vec::new();
-    if let Some(id) = session_id {
-        asks.push(Ask::new(EntryPoint::ToolsList).with_session(id, "the valid session"));
+    if let Some((id, version, from)) = session {
+        let bound = |entry: EntryPoint| Ask::new(entry).with_session(id, from).negotiated(version);
+        asks.push(bound(EntryPoint::ToolsList));
         if let Some((tool, args)) = &call {
-            asks.push(
-                Ask::new(EntryPoint::ToolsCall).calling(tool, args.clone()).with_session(id, "the valid session"),
-            );
+            asks.push(bound(EntryPoint::ToolsCall).calling(tool, args.clone()));
         }
+        asks.push(bound(EntryPoint::SseGet));
+        asks.push(bound(EntryPoint::Delete));
     }
     if let Some(url) = message_url {
         asks.push(Ask::new(EntryPoint::Initialize).at_message_url(url));
@@ -284,7 +370,7 @@ fn session_asks(provider: &Provider, session_id: Option<&str>, message_url: Opti
 }
 
 /// Bad bearers tried at once at one replica.
-const BEARERS_AT_ONCE: usize = 4;
+const BEARERS_AT_ONCE: usize = 8;
 
 async fn try_all(client: &McpClient, asks: &[Ask], names: &BTreeSet<String>) -> Vec<Try> {
     join_all(asks.iter().map(|ask| async move {
@@ -317,35 +403,70 @@ async fn observe_replica(
             return out;
         }
     };
-    // The valid session stays open while the bad bearers are tried: its id and its
-    // message URL are entry points too.
+    // The valid sessions stay open while the bad bearers are tried: their ids and message
+    // URLs are entry points too. Every era the server speaks is a way in: when it offers
+    // the stateless era first, a handshake session is opened as well.
     let session = valid_client.connect().await;
-    let (session_id, message_url) = match &session {
+    let mut bound: Vec<(String, Option<String>, SessionSource)> = Vec::new();
+    let mut handshake_session = None;
+    let message_url = match &session {
         Ok(s) => {
             let served = match valid_client.list_tools(s).await {
                 Ok(tools) => tools.into_iter().map(|t| t.name).collect(),
                 Err(_) => vec![],
             };
             names.extend(served.iter().cloned());
-            out.valid = Ok(ValidSession { era: s.era.clone(), session_id: s.session_id().is_some(), served });
-            (s.session_id().map(str::to_string), s.message_url.as_ref().map(|u| u.to_string()))
+            if let Some(id) = s.session_id() {
+                bound.push((id.to_string(), s.protocol_version().map(str::to_string), SessionSource::Valid));
+            }
+            let handshake = if s.era == Era::Stateless2026 {
+                let opened = valid_client.connect_era(EraChoice::Handshake).await;
+                let seen = match &opened {
+                    Ok(h) => {
+                        if let Some(id) = h.session_id() {
+                            bound.push((
+                                id.to_string(),
+                                h.protocol_version().map(str::to_string),
+                                SessionSource::ValidHandshake,
+                            ));
+                        }
+                        Ok(HandshakeSession {
+                            protocol_version: h.protocol_version().map(str::to_string),
+                            session_id: h.session_id().is_some(),
+                        })
+                    }
+                    Err(e) => Err(ErrorSeen::from(e)),
+                };
+                handshake_session = opened.ok();
+                Some(seen)
+            } else {
+                None
+            };
+            out.valid =
+                Ok(ValidSession { handshake, era: s.era.clone(), session_id: s.session_id().is_some(), served });
+            s.message_url.as_ref().map(|u| u.to_string())
         }
         Err(e) => {
             out.valid = Err(e.into());
-            (None, None)
+            None
         }
     };
     let base = base_asks(provider);
     let mut asks = base.clone();
-    asks.extend(session_asks(provider, session_id.as_deref(), message_url.as_deref()));
+    for (id, version, from) in &bound {
+        asks.extend(session_asks(provider, Some((id, version.as_deref(), *from)), None));
+    }
+    asks.extend(session_asks(provider, None, message_url.as_deref()));
     out.control = try_all(&valid_client, &base, &names).await;
     // A few bad bearers at a time: with many providers, foreign bearers are many, and each
     // holds a client and a connection per entry point while it waits.
-    let names = &names;
-    let asks = &asks;
-    out.probes = futures_util::stream::iter(presented.into_iter().map(|bearer| async {
+    let (names, asks, endpoint, limits) = (&names, &asks, &endpoint, &limits);
+    out.probes = futures_util::stream::iter(presented.into_iter().map(|bearer| async move {
         let client = match McpClient::new(endpoint.clone(), bearer.secret, limits.clone()) {
-            Ok(c) => c,
+            Ok(c) => match &bearer.in_query {
+                Some(param) => c.credential_in_query(param),
+                None => c,
+            },
             Err(e) => {
                 return (bearer.label, vec![Try { ask: Ask::new(EntryPoint::Initialize), outcome: Err((&e).into()) }]);
             }
@@ -359,7 +480,7 @@ async fn observe_replica(
             .filter_map(|e| e.session_id.as_deref())
             .collect::<BTreeSet<_>>()
             .into_iter()
-            .map(|id| Ask::new(EntryPoint::ToolsList).with_session(id, "an id a refusal handed out"))
+            .flat_map(|id| session_asks(provider, Some((id, None, SessionSource::HandedOut)), None))
             .collect();
         tries.extend(try_all(&client, &handed, names).await);
         (bearer.label, tries)
@@ -367,6 +488,9 @@ async fn observe_replica(
     .buffered(BEARERS_AT_ONCE)
     .collect()
     .await;
+    if let Some(h) = handshake_session {
+        valid_client.close(h).await;
+    }
     if let Ok(s) = session {
         valid_client.close(s).await;
     }
@@ -411,8 +535,8 @@ fn classify(e: &Exchange, control: Option<&Try>, refusal: Refusal) -> Verdict {
             ),
         );
     }
-    let served_kind = match at.session_from.as_deref() {
-        Some("the valid session") => FindingKind::SessionNotBound,
+    let served_kind = match at.session_from {
+        Some(from) if from.is_valid_bearers() => FindingKind::SessionNotBound,
         Some(_) => FindingKind::RefusalSessionServes,
         None => FindingKind::SessionGranted,
     };
@@ -437,7 +561,8 @@ fn classify(e: &Exchange, control: Option<&Try>, refusal: Refusal) -> Verdict {
         401 | 403 if e.body.has_result() => served("but carried a JSON-RPC result"),
         401 | 403 if e.body.endpoint_event => served("but handed out a message endpoint"),
         401 | 403 => Verdict::Refused,
-        404 | 405 if at.entry == EntryPoint::SseGet => Verdict::Refused,
+        404 | 405 if matches!(at.entry, EntryPoint::SseGet | EntryPoint::Delete) => Verdict::Refused,
+        200..=299 if at.entry == EntryPoint::Delete => served("and ended the session"),
         200..=299 if e.is_html() => {
             finding(FindingKind::NotRefused, format!("answered {} with an HTML page, not a refusal", e.status))
         }
@@ -492,12 +617,26 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
     for o in observations {
         let prefix = if many { format!("{}: ", o.replica) } else { String::new() };
         match &o.valid {
-            Ok(v) => evidence.push(format!(
-                "{prefix}the valid bearer opened a session ({:?}{}; served {})",
-                v.era,
-                if v.session_id { ", with an mcp-session-id" } else { "" },
-                crate::text::name_list(v.served.iter().map(String::as_str), 20)
-            )),
+            Ok(v) => {
+                evidence.push(format!(
+                    "{prefix}the valid bearer opened a session ({:?}{}; served {})",
+                    v.era,
+                    if v.session_id { ", with an mcp-session-id" } else { "" },
+                    crate::text::name_list(v.served.iter().map(String::as_str), 20)
+                ));
+                match &v.handshake {
+                    Some(Ok(h)) => evidence.push(format!(
+                        "{prefix}the valid bearer also opened an initialize-handshake session (protocol {}{}): its id is replayed too",
+                        h.protocol_version.as_deref().unwrap_or("unknown"),
+                        if h.session_id { ", with an mcp-session-id" } else { ", no mcp-session-id" }
+                    )),
+                    Some(Err(e)) => evidence.push(format!(
+                        "{prefix}the server speaks no initialize handshake for the valid bearer ({})",
+                        e.text
+                    )),
+                    None => {}
+                }
+            }
             Err(e) => evidence.push(format!("{prefix}the valid bearer could not open a session: {}", e.text)),
         }
         evidence.extend(o.control.iter().map(|t| format!("{prefix}valid bearer, {}", t.summary())));
@@ -526,6 +665,7 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
                         broken_here += 1;
                         f.message = format!("{prefix}{} was not refused: {}", label, f.message);
                         f.facts.insert("replica".into(), o.replica.clone());
+                        f.facts.insert("bearer".into(), label.to_string());
                         findings.push(f);
                     }
                 }
@@ -566,32 +706,27 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
 }
 
 /// One finding per bearer, replica and kind, naming every entry point it covers: the
-/// first in full, the rest by name.
+/// first in full, the rest by name. Grouped by facts, never by the sentence.
 fn group(findings: Vec<Finding>) -> Vec<Finding> {
-    let mut out: Vec<Finding> = Vec::new();
+    let key =
+        |x: &Finding| x.facts.get("bearer").map(|bearer| (x.kind, bearer.clone(), x.facts.get("replica").cloned()));
+    let mut out: Vec<(Finding, Vec<String>)> = Vec::new();
     for f in findings {
-        let key = |x: &Finding| {
-            (x.kind, x.message.split(" was not refused: ").next().map(str::to_string), x.facts.get("replica").cloned())
-        };
-        match out.iter_mut().find(|o| key(o) == key(&f) && f.message.contains(" was not refused: ")) {
-            Some(first) => {
-                let entry = f.facts.get("entry").cloned().unwrap_or_default();
-                let more = first.facts.entry("more_entries".into()).or_default();
-                if !more.is_empty() {
-                    more.push_str("; ");
-                }
-                more.push_str(&entry);
+        match key(&f).and_then(|k| out.iter_mut().find(|(o, _)| key(o).as_ref() == Some(&k))) {
+            Some((_, more)) => more.push(f.facts.get("entry").cloned().unwrap_or_default()),
+            None => out.push((f, Vec::new())),
+        }
+    }
+    out.into_iter()
+        .map(|(mut f, more)| {
+            if !more.is_empty() {
+                let joined = more.join("; ");
+                f.message = format!("{} (and the same at {} more entry point(s): {joined})", f.message, more.len());
+                f.facts.insert("more_entries".into(), joined);
             }
-            None => out.push(f),
-        }
-    }
-    for f in &mut out {
-        if let Some(more) = f.facts.get("more_entries") {
-            let n = more.split("; ").count();
-            f.message = format!("{} (and the same at {n} more entry point(s): {more})", f.message);
-        }
-    }
-    out
+            f
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -62,13 +62,16 @@ pub async fn listeners_of(
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RoutePlan {
     pub host: String,
+    /// Names the client's own resolver must know (see [`name::observe`]).
+    #[serde(default)]
+    pub known: Vec<String>,
     pub port: u16,
     pub timeout: Duration,
 }
 
 impl RoutePlan {
     pub async fn observe(self, view: Rc<NsView>) -> Result<RouteObservation, String> {
-        let name = name::observe(&view, &self.host).await.map_err(super::plan::reason)?;
+        let name = name::observe(&view, &self.host, &self.known).await.map_err(super::plan::reason)?;
         let port = self.port;
         let targets: Vec<SocketAddr> = name.routed().into_iter().map(|a| SocketAddr::new(a, port)).collect();
         let outcomes = join_all(targets.iter().map(|a| tcp_connect(*a, self.timeout))).await;
@@ -91,6 +94,7 @@ impl Probe for RouteCheck {
                 Err(attempt) => return attempt,
             };
             let plan = RoutePlan {
+                known: client.dns_names(),
                 host: provider.url.host_str().unwrap_or_default().to_string(),
                 port: provider.url.port_or_known_default().unwrap_or(80),
                 timeout: ctx.suite.limits.connect_timeout,
@@ -130,6 +134,13 @@ pub fn judge(
     };
     let mut findings = Vec::new();
     let mut starting = Vec::new();
+    // A client's connect loop walks the answer: a replica reached at one of its addresses
+    // (IPv6, when it listens there only) is reached, whatever another address refused.
+    let reached: Vec<(String, SocketAddr)> = owned
+        .iter()
+        .filter(|(addr, _, _)| o.connects.iter().any(|(a, r)| *a == SocketAddr::new(*addr, o.port) && r.is_ok()))
+        .map(|(addr, container, _)| (container.clone(), SocketAddr::new(*addr, o.port)))
+        .collect();
     for (addr, container, network) in owned {
         let target = SocketAddr::new(addr, o.port);
         let listens = match listening.get(&container) {
@@ -139,6 +150,9 @@ pub fn judge(
         };
         match o.connects.iter().find(|(a, _)| *a == target).map(|(_, r)| r) {
             Some(Ok(())) => evidence.push(format!("{target} ({container} on {network}) accepted TCP")),
+            Some(Err(e)) if let Some((_, other)) = reached.iter().find(|(c, _)| *c == container) => evidence.push(
+                format!("{target} ({container} on {network}): {e}; the client's connect loop goes on to {other}, which accepted"),
+            ),
             Some(Err(e)) if listens => {
                 evidence.push(format!("{target} ({container} on {network}): {e}"));
                 findings.push(
@@ -180,6 +194,7 @@ mod tests {
     fn obs(connects: Vec<(&str, Result<(), String>)>) -> RouteObservation {
         RouteObservation {
             name: NameSeen {
+                unknown: false,
                 host: "native".into(),
                 wildcard: WildcardSet::default(),
                 answer: NameAnswer {
@@ -215,6 +230,27 @@ mod tests {
             Attempt::Fail { findings, .. } => assert_eq!(findings[0].kind, FindingKind::ProviderNotAccepting),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A dual-stack replica listening on IPv6 only: its IPv4 answer refuses, the client's
+    /// connect loop goes on to its IPv6 answer. A replica none of whose answers accepts
+    /// still fails.
+    #[test]
+    fn a_replica_reached_at_one_of_its_addresses_is_reached() {
+        let o = obs(vec![("10.0.1.5:8000", Err("refused".into())), ("[fd00:1::5]:8000", Ok(()))]);
+        let roles: Vec<(std::net::IpAddr, Role)> = o
+            .name
+            .answer
+            .addrs
+            .iter()
+            .map(|a| (*a, Role::Provider { container: "native_0".into(), network: "net".into() }))
+            .collect();
+        let six = BTreeMap::from([("native_0".to_string(), vec![Listener { addr: "[::]:8000".parse().unwrap() }])]);
+        let attempt = judge(&o, &roles, &six, "c");
+        assert!(attempt.is_pass(), "{attempt:?}");
+        assert!(attempt.evidence().iter().any(|l| l.contains("goes on to [fd00:1::5]:8000, which accepted")));
+        let o = obs(vec![("10.0.1.5:8000", Err("refused".into())), ("[fd00:1::5]:8000", Err("refused".into()))]);
+        assert!(matches!(judge(&o, &roles, &six, "c"), Attempt::Fail { .. }));
     }
 
     #[test]

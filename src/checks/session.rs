@@ -51,6 +51,12 @@ impl From<&McpError> for ErrorSeen {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SessionRun {
     pub replica: String,
+    /// The address the session's connections ended up on (after any fallback).
+    #[serde(default)]
+    pub connected: Option<SocketAddr>,
+    /// The address it was pinned to first.
+    #[serde(default)]
+    pub first: Option<SocketAddr>,
     pub era: Option<Era>,
     pub hops: Vec<Hop>,
     pub failed: Option<(String, ErrorSeen)>,
@@ -67,6 +73,14 @@ impl SessionRun {
             None => "none (no session)".to_string(),
         };
         let mut out = vec![format!("{}: era: {era}", self.replica)];
+        if let (Some(first), Some(connected)) = (self.first, self.connected)
+            && first != connected
+        {
+            out.push(format!(
+                "{}: {first} did not accept; the connect loop fell back to {connected}, as the client's does",
+                self.replica
+            ));
+        }
         out.extend(self.hops.iter().map(|h| format!("{}: {h}", self.replica)));
         if let Some(tools) = &self.tools {
             let names = tools.iter().map(|t| t.name.as_str());
@@ -100,16 +114,26 @@ pub struct SessionsPlan {
 }
 
 impl SessionsPlan {
-    pub async fn observe(self, _view: Rc<NsView>) -> Vec<SessionRun> {
-        join_all(self.sessions.into_iter().map(run_session)).await
+    pub async fn observe(self, view: Rc<NsView>) -> Vec<SessionRun> {
+        let sessions =
+            self.sessions.into_iter().map(|p| SessionPlan { endpoint: super::in_libc_order(&view, &p.endpoint), ..p });
+        join_all(sessions.map(run_session)).await
     }
 }
 
 /// Opens a session, lists tools and/or calls the read tool, and closes it. Runs in the
 /// namespace of the position.
 pub async fn run_session(plan: SessionPlan) -> SessionRun {
-    let mut run =
-        SessionRun { replica: plan.replica.clone(), era: None, hops: vec![], failed: None, tools: None, read: None };
+    let mut run = SessionRun {
+        replica: plan.replica.clone(),
+        connected: None,
+        first: plan.endpoint.pin,
+        era: None,
+        hops: vec![],
+        failed: None,
+        tools: None,
+        read: None,
+    };
     let client = match McpClient::new(plan.endpoint, Some(plan.secret), plan.limits) {
         Ok(c) => c,
         Err(e) => {
@@ -126,6 +150,7 @@ pub async fn run_session(plan: SessionPlan) -> SessionRun {
         }
     };
     run.era = Some(session.era.clone());
+    run.connected = client.peer();
     if plan.list {
         match client.list_tools(&session).await {
             Ok(tools) => run.tools = Some(tools),
@@ -198,8 +223,11 @@ pub struct SessionObservation {
 #[derive(Clone, Serialize, Deserialize)]
 pub struct SessionCheckPlan {
     pub host: String,
-    /// (address, label) of every replica the client shares a network with.
-    pub replicas: Vec<(IpAddr, String)>,
+    /// Names the client's own resolver must know (see [`name::observe`]).
+    #[serde(default)]
+    pub known: Vec<String>,
+    /// Every replica the client shares a network with: its addresses there, and its label.
+    pub replicas: Vec<(Vec<IpAddr>, String)>,
     /// The endpoint as the client uses it (not pinned).
     pub endpoint: Endpoint,
     pub port: u16,
@@ -218,24 +246,40 @@ pub struct SessionCheckPlan {
 
 impl SessionCheckPlan {
     pub async fn observe(self, view: Rc<NsView>) -> Result<SessionObservation, String> {
-        let name = name::observe(&view, &self.host).await.map_err(super::plan::reason)?;
-        // The address the client's libc gives first, then every replica. The credential
-        // never goes to an address that is not a replica: a name that leads elsewhere
-        // fails on the name alone.
-        let mut addrs: Vec<(IpAddr, String)> = Vec::new();
-        if let Some(first) = name.answer.first()
-            && let Some((_, label)) = self.replicas.iter().find(|(a, _)| *a == first)
+        let name = name::observe(&view, &self.host, &self.known).await.map_err(super::plan::reason)?;
+        // The address the client's libc gives first (its connect loop falling back along
+        // the answer, as the client's does), then every replica. The credential never goes
+        // to an address that is not a replica: a name that leads elsewhere fails on the
+        // name alone.
+        let replica_of = |a: &IpAddr| self.replicas.iter().find(|(addrs, _)| addrs.contains(a));
+        let answered: Vec<SocketAddr> = name
+            .answer
+            .addrs
+            .iter()
+            .take_while(|a| replica_of(a).is_some())
+            .map(|a| SocketAddr::new(*a, self.port))
+            .collect();
+        let mut plans: Vec<(Endpoint, String)> = Vec::new();
+        if let Some(first) = answered.first()
+            && let Some((_, label)) = replica_of(&first.ip())
         {
-            addrs.push((first, format!("{label}, the client's first answer")));
+            plans.push((self.endpoint.pinned_in_order(&answered), format!("{label}, the client's first answer")));
         }
-        for (a, l) in &self.replicas {
-            if !addrs.iter().any(|(x, _)| x == a) {
-                addrs.push((*a, l.clone()));
+        for (addrs, label) in &self.replicas {
+            let addrs: Vec<SocketAddr> =
+                view.in_libc_order(addrs).into_iter().map(|a| SocketAddr::new(a, self.port)).collect();
+            let endpoint = self.endpoint.pinned_in_order(&addrs);
+            // The session through the name already went this exact way (same address,
+            // same fallbacks, same Host): a second one would prove nothing more, and at
+            // thousands of pairs it doubles the load on every single-replica provider.
+            if plans.first().is_some_and(|(first, _)| first.addresses() == endpoint.addresses()) {
+                continue;
             }
+            plans.push((endpoint, label.clone()));
         }
-        let plans = addrs.into_iter().map(|(addr, replica)| SessionPlan {
+        let plans = plans.into_iter().map(|(endpoint, replica)| SessionPlan {
             replica,
-            endpoint: self.endpoint.pinned_to(SocketAddr::new(addr, self.port)),
+            endpoint,
             secret: self.secret.clone(),
             limits: self.limits.clone(),
             era: EraChoice::Auto,
@@ -243,7 +287,8 @@ impl SessionCheckPlan {
             read: self.read.clone(),
         });
         let runs = join_all(plans.map(run_session)).await;
-        let name_tries = join_all((0..self.name_tries).map(|k| through_the_name(&view, &self, k))).await;
+        let tries = super::name_tries::ERAS.iter().flat_map(|era| (0..self.name_tries).map(move |k| (*era, k)));
+        let name_tries = join_all(tries.map(|(era, k)| through_the_name(&view, &self, era, k))).await;
         Ok(SessionObservation { name, runs, name_tries })
     }
 }
@@ -270,8 +315,10 @@ impl Probe for SessionCheck {
                 Ok(t) => t,
                 Err(attempt) => return attempt,
             };
-            let replicas: Vec<(IpAddr, String)> =
-                replicas_from(&topology, &provider.service, &target).into_iter().map(|r| (r.addr, r.label())).collect();
+            let replicas: Vec<(Vec<IpAddr>, String)> = replicas_from(&topology, &provider.service, &target)
+                .into_iter()
+                .map(|r| (r.addrs.clone(), r.label()))
+                .collect();
             let swarm = deployment.mode == Mode::Swarm;
             let shared: Vec<&str> = target.attachments.iter().map(|a| a.network.as_str()).collect();
             let vips: Vec<(IpAddr, String)> = topology
@@ -290,10 +337,11 @@ impl Probe for SessionCheck {
                 })
                 .collect();
             let plan = SessionCheckPlan {
+                known: target.dns_names(),
                 vips,
                 host: provider.url.host_str().unwrap_or_default().to_string(),
                 replicas,
-                endpoint: Endpoint { url: provider.url.clone(), transport: provider.transport, pin: None },
+                endpoint: Endpoint::new(provider.url.clone(), provider.transport),
                 port: provider.url.port_or_known_default().unwrap_or(80),
                 secret: ctx.scenario.secret(credential).clone(),
                 limits: ctx.suite.limits.clone(),
@@ -322,7 +370,8 @@ impl Probe for SessionCheck {
                 }
                 return Attempt::failed(findings, evidence);
             }
-            let (findings, lines, waiting) = judge_name_tries(&observation.name_tries);
+            let replicas_serve = !observation.runs.is_empty() && observation.runs.iter().all(|r| r.failed.is_none());
+            let (findings, lines, waiting) = judge_name_tries(&observation.name_tries, replicas_serve);
             evidence.extend(lines);
             match judge_runs(&observation.runs, provider.read.as_ref(), evidence) {
                 Attempt::Fail { findings: mut f, evidence } => {
@@ -336,3 +385,7 @@ impl Probe for SessionCheck {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;

@@ -237,23 +237,24 @@ impl Probe for HardeningCheck {
                 evidence.push(format!("{}: {}", target.name, serde_json::to_string(facts).unwrap_or_default()));
                 let mut here = hardening_findings(facts);
                 if deployment.mode == Mode::Swarm {
-                    for f in here.iter_mut().filter(|f| f.starts_with("no-new-privileges")) {
+                    for (_, f) in here.iter_mut().filter(|(rule, _)| *rule == "no_new_privileges") {
                         f.push_str(" (a swarm service cannot set it: docker stack deploy ignores security_opt and the service API has no such field)");
                     }
                 }
                 // The configured user can name root without saying "root" ("00", a name
                 // the image maps to uid 0): the kernel's answer settles it.
                 match deployment.proc_facts(target).await.ok().and_then(|f| f.uid) {
-                    Some(0) if !here.iter().any(|f| f.contains("runs as root")) => {
-                        here.push("runs as root (its process has effective uid 0)".into());
+                    Some(0) if !here.iter().any(|(rule, _)| *rule == "root") => {
+                        here.push(("root", "runs as root (its process has effective uid 0)".into()));
                     }
                     Some(uid) => evidence.push(format!("{}: process effective uid {uid}", target.name)),
                     None => evidence
                         .push(format!("{}: effective uid unreadable from /proc/{}/status", target.name, target.pid)),
                 }
-                findings.extend(here.into_iter().map(|f| {
+                findings.extend(here.into_iter().map(|(rule, f)| {
                     Finding::new(FindingKind::Hardening, format!("{}: {f}", target.name))
                         .fact("container", &target.name)
+                        .fact("rule", rule)
                 }));
             }
             Attempt::from_findings(findings, evidence)
@@ -275,53 +276,57 @@ fn is_engine_bind(source: &str, destination: &str) -> bool {
     exposes(source) || exposes(destination)
 }
 
-/// Each rule the sidecar breaks, named.
-pub fn hardening_findings(f: &HardeningFacts) -> Vec<String> {
+/// Each rule the sidecar breaks: its stable code (the `rule` fact a baseline can name)
+/// and what was seen.
+pub fn hardening_findings(f: &HardeningFacts) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     let user = f.user.trim();
     let name = user.split(':').next().unwrap_or_default();
     if name.is_empty() || name == "root" || name.parse::<u32>() == Ok(0) {
-        out.push(format!("runs as root (user {:?})", f.user));
+        out.push(("root", format!("runs as root (user {:?})", f.user)));
     }
     if !f.read_only_rootfs {
-        out.push("root filesystem is writable (read_only is not set)".into());
+        out.push(("writable_rootfs", "root filesystem is writable (read_only is not set)".into()));
     }
     if !f.cap_drop.iter().any(|c| c.eq_ignore_ascii_case("ALL") || c.eq_ignore_ascii_case("CAP_ALL")) {
-        out.push(format!("capabilities are not all dropped (cap_drop: [{}])", f.cap_drop.join(", ")));
+        out.push((
+            "capabilities_kept",
+            format!("capabilities are not all dropped (cap_drop: [{}])", f.cap_drop.join(", ")),
+        ));
     }
     if !f.cap_add.is_empty() {
-        out.push(format!("capabilities added: {}", f.cap_add.join(", ")));
+        out.push(("capabilities_added", format!("capabilities added: {}", f.cap_add.join(", "))));
     }
     if !f.no_new_privileges {
-        out.push("no-new-privileges is not set".into());
+        out.push(("no_new_privileges", "no-new-privileges is not set".into()));
     }
     if f.privileged {
-        out.push("runs privileged".into());
+        out.push(("privileged", "runs privileged".into()));
     }
     if f.network_mode == "host" {
-        out.push("uses the host network namespace".into());
+        out.push(("host_network", "uses the host network namespace".into()));
     }
     if f.pid_mode == "host" {
-        out.push("uses the host pid namespace".into());
+        out.push(("host_pid", "uses the host pid namespace".into()));
     }
     for m in f.binds() {
         if is_engine_bind(&m.source, &m.destination) {
-            out.push(format!("mounts {} at {} (docker socket or /var/run)", m.source, m.destination));
+            out.push(("engine_bind", format!("mounts {} at {} (docker socket or /var/run)", m.source, m.destination)));
         }
     }
     if f.memory_limit.is_none() {
-        out.push("no memory limit".into());
+        out.push(("memory_limit", "no memory limit".into()));
     }
     if !f.cpu.is_set() {
-        out.push("no CPU limit".into());
+        out.push(("cpu_limit", "no CPU limit".into()));
     }
     if f.pids_limit.is_none() {
-        out.push("no PID limit".into());
+        out.push(("pids_limit", "no PID limit".into()));
     }
     if !f.published_ports.is_empty() {
         let ports: Vec<String> =
             f.published_ports.iter().map(|p| format!("{} → {}:{}", p.container_port, p.host_ip, p.host_port)).collect();
-        out.push(format!("publishes ports on the host: {}", ports.join(", ")));
+        out.push(("published_ports", format!("publishes ports on the host: {}", ports.join(", "))));
     }
     out
 }
@@ -367,7 +372,7 @@ mod tests {
         for user in ["", "root", "0", "00", "0:0", "root:root"] {
             let mut f = locked_down();
             f.user = user.into();
-            assert!(hardening_findings(&f).iter().any(|x| x.contains("runs as root")), "user {user:?}");
+            assert!(hardening_findings(&f).iter().any(|(_, x)| x.contains("runs as root")), "user {user:?}");
         }
     }
 
@@ -383,7 +388,10 @@ mod tests {
         ] {
             let mut f = locked_down();
             f.mounts.push(bind(source, destination));
-            assert!(hardening_findings(&f).iter().any(|x| x.contains("docker socket")), "{source} -> {destination}");
+            assert!(
+                hardening_findings(&f).iter().any(|(_, x)| x.contains("docker socket")),
+                "{source} -> {destination}"
+            );
         }
     }
 
@@ -399,7 +407,7 @@ mod tests {
         f.memory_limit = None;
         f.cpu = CpuLimit::default();
         f.pids_limit = None;
-        let findings = hardening_findings(&f).join("; ");
+        let findings = hardening_findings(&f).into_iter().map(|(_, x)| x).collect::<Vec<_>>().join("; ");
         for expected in [
             "not all dropped",
             "added: NET_ADMIN",

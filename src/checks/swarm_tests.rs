@@ -97,6 +97,7 @@ fn topology() -> Topology {
 
 fn seen(answers: &[&str]) -> NameSeen {
     NameSeen {
+        unknown: false,
         host: "native".into(),
         wildcard: WildcardSet { addrs: [ip("10.9.0.99")].into(), ..Default::default() },
         answer: NameAnswer { source: AnswerSource::Dns, addrs: answers.iter().map(|a| ip(a)).collect() },

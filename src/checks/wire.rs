@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use url::Url;
 
-use crate::config::{AppSpec, Expectation, Provider, ReadSpec, Refusal, ToolsContract};
+use crate::config::{AppSpec, Boundary, Expectation, Provider, ReadSpec, Refusal, ToolsContract};
 use crate::mcp::Transport;
 use crate::secret::{Redactor, Secret};
 
@@ -55,22 +55,6 @@ pub mod opt_secret {
     }
 }
 
-/// `#[serde(with = "wire::secrets")]` for a list.
-pub mod secrets {
-    use super::*;
-
-    #[derive(Serialize, Deserialize)]
-    struct Wrap(#[serde(with = "super::secret")] Secret);
-
-    pub fn serialize<S: Serializer>(s: &[Secret], ser: S) -> Result<S::Ok, S::Error> {
-        s.iter().cloned().map(Wrap).collect::<Vec<_>>().serialize(ser)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(de: D) -> Result<Vec<Secret>, D::Error> {
-        Ok(Vec::<Wrap>::deserialize(de)?.into_iter().map(|w| w.0).collect())
-    }
-}
-
 /// The scenario's provider, as a plan carries it.
 #[derive(Serialize, Deserialize)]
 struct ProviderWire {
@@ -91,6 +75,8 @@ struct ProviderWire {
     sidecar_networks: Option<Vec<String>>,
     app: Option<(String, Vec<u16>)>,
     networks: Vec<String>,
+    #[serde(default)]
+    boundary: Boundary,
 }
 
 /// `#[serde(with = "wire::provider")]`
@@ -116,6 +102,7 @@ pub mod provider {
             sidecar_networks: p.sidecar_networks.clone(),
             app: p.app.as_ref().map(|a| (a.service.clone(), a.ports.clone())),
             networks: p.networks.clone(),
+            boundary: p.boundary.clone(),
         }
         .serialize(ser)
     }
@@ -142,6 +129,7 @@ pub mod provider {
             sidecar_networks: w.sidecar_networks,
             app: w.app.map(|(service, ports)| AppSpec { service, ports }),
             networks: w.networks,
+            boundary: w.boundary,
         })
     }
 }

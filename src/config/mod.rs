@@ -1,19 +1,28 @@
 //! Scenario and suite files: parsed, validated, with errors that point at file:line:column.
+mod apps;
+pub mod boundary;
+pub mod check_pattern;
 pub mod credential;
 pub mod duration;
 pub mod error;
+pub mod flowise;
 mod keys;
+pub mod n8n;
 pub mod openwebui;
 pub mod outputs;
 pub mod scenario;
 pub mod strict;
 pub mod suite;
 
+pub use boundary::{Boundary, ProviderLimits, Specification, SpecifiedTool};
+pub use check_pattern::CheckPattern;
 pub use error::{ConfigError, ConfigErrors};
-pub use openwebui::{Oidc, OpenWebui};
+pub use flowise::Flowise;
+pub use n8n::N8n;
+pub use openwebui::{IdpAdmin, Keycloak, KeycloakGrant, Oidc, OpenWebui};
 pub use outputs::Outputs;
 pub use scenario::{AppSpec, Client, Expectation, Provider, ReadSpec, Refusal, Scenario, ToolsContract};
-pub use suite::{Family, KnownFailure, Mode, Suite};
+pub use suite::{Family, FindingMatch, KnownFailure, Mode, Suite};
 
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,7 @@
 //!       admin: { email: admin@cordon.test, password: owui-admin-password }
 //!       groups: { native: roles/native/mcp, wiki: roles/wiki/mcp }
 //!       model: cordon-scripted
+//!       nonce_arguments: { native: text }   # the read argument its result echoes
 //!       oidc:
 //!         control: http://idp:9000/control
 //!         control_credential: idp-control-token
@@ -21,6 +22,11 @@
 //! provider that admits the client (and is not disabled) needs one; a group of a provider
 //! the client may not use (disabled, or not admitting it) is "another app's group", the
 //! one `openwebui::access::wrong_app` puts a user in.
+//!
+//! `nonce_arguments` names, per provider, the argument of its `read` whose value the tool's
+//! result carries back (an echo): `openwebui::tool_call` appends a fresh nonce to it and
+//! requires the nonce in the result Open WebUI recorded. A read without one is proven by
+//! Open WebUI's record of the call and its result alone.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,6 +37,9 @@ use url::Url;
 
 use super::error::ConfigError;
 
+mod oidc;
+pub use oidc::{IdpAdmin, Keycloak, KeycloakGrant, Oidc};
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct OpenWebuiFile {
@@ -39,7 +48,9 @@ pub(super) struct OpenWebuiFile {
     #[serde(default)]
     groups: BTreeMap<String, Spanned<String>>,
     model: Option<String>,
-    oidc: Option<Spanned<OidcFile>>,
+    #[serde(default)]
+    nonce_arguments: BTreeMap<String, Spanned<String>>,
+    oidc: Option<Spanned<oidc::OidcFile>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -48,17 +59,6 @@ struct AdminFile {
     email: String,
     /// A credential id under `credentials`.
     password: Spanned<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OidcFile {
-    /// Open WebUI's path that starts the login.
-    login_path: Option<String>,
-    /// The identity provider's control endpoint (the fixture's `/control`).
-    control: Spanned<String>,
-    /// A credential id: the bearer the control endpoint accepts.
-    control_credential: Spanned<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -70,26 +70,22 @@ pub struct OpenWebui {
     pub admin_password: String,
     /// provider id → the group name its connection is granted to.
     pub groups: BTreeMap<String, String>,
-    /// The model id whose endpoint scripts tool calls (`openwebui::tool_call::*`).
+    /// The model `openwebui::tool_call::*` asks for a tool call.
     pub model: Option<String>,
+    /// provider id → the argument of its read whose value the result echoes.
+    pub nonce_arguments: BTreeMap<String, String>,
     pub oidc: Option<Oidc>,
 }
 
-#[derive(Debug, Clone)]
-pub struct Oidc {
-    pub login_path: String,
-    pub control: Url,
-    pub control_credential: String,
-}
-
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
-pub const DEFAULT_LOGIN_PATH: &str = "/oauth/oidc/login";
 
 /// What validation needs to know about one provider, seen from this client.
 pub(super) struct ProviderFacts<'a> {
     pub id: &'a str,
     pub admits_client: bool,
     pub disabled: bool,
+    /// The arguments of its `read`, if it declares one.
+    pub read_arguments: Option<&'a serde_json::Value>,
 }
 
 /// Validates the block at `key` (`clients.<id>.openwebui`); every problem is one located
@@ -114,9 +110,9 @@ pub(super) fn resolve(
         }
     };
     let defined: Vec<&str> = credential_ids.iter().map(|c| c.as_str()).collect();
-    let mut references = vec![(&raw.admin.value.password, format!("{key}.admin.password"))];
-    if let Some(oidc) = &raw.oidc {
-        references.push((&oidc.value.control_credential, format!("{key}.oidc.control_credential")));
+    let mut references = vec![(raw.admin.value.password.clone(), format!("{key}.admin.password"))];
+    if let Some(o) = &raw.oidc {
+        references.extend(oidc::credential_references(&o.value, &format!("{key}.oidc")));
     }
     for (reference, k) in references {
         if !defined.contains(&reference.value.as_str()) {
@@ -148,18 +144,25 @@ pub(super) fn resolve(
             error(&block.referenced, format!("{key}.groups"), message);
         }
     }
-    let oidc = raw.oidc.as_ref().and_then(|o| match Url::parse(&o.value.control.value) {
-        Ok(control) if control.scheme() == "http" && control.host_str().is_some() => Some(Oidc {
-            login_path: o.value.login_path.clone().unwrap_or_else(|| DEFAULT_LOGIN_PATH.into()),
-            control,
-            control_credential: o.value.control_credential.value.clone(),
-        }),
-        _ => {
-            let message = format!("`{}` must be an http URL with a host", o.value.control.value);
-            error(&o.value.control.referenced, format!("{key}.oidc.control"), message);
-            None
+    for (provider, argument) in &raw.nonce_arguments {
+        let at = format!("{key}.nonce_arguments.{provider}");
+        match providers.iter().find(|p| p.id == provider).map(|p| p.read_arguments) {
+            None => error(&argument.referenced, at, format!("`{provider}` is not a provider of this scenario")),
+            Some(None) => error(&argument.referenced, at, format!("provider `{provider}` declares no `read`")),
+            Some(Some(arguments)) if !arguments.get(&argument.value).is_some_and(serde_json::Value::is_string) => {
+                let names: Vec<&str> =
+                    arguments.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+                let message = format!(
+                    "the read of `{provider}` has no string argument `{}` to carry a nonce (arguments: {})",
+                    argument.value,
+                    names.join(", ")
+                );
+                error(&argument.referenced, at, message);
+            }
+            Some(Some(_)) => {}
         }
-    });
+    }
+    let oidc = raw.oidc.as_ref().and_then(|o| oidc::resolve(o, &format!("{key}.oidc"), &mut error));
     match url {
         Some(url) if errors.is_empty() => Ok(OpenWebui {
             url,
@@ -167,6 +170,7 @@ pub(super) fn resolve(
             admin_password: raw.admin.value.password.value.clone(),
             groups: raw.groups.iter().map(|(p, g)| (p.clone(), g.value.clone())).collect(),
             model: raw.model.clone(),
+            nonce_arguments: raw.nonce_arguments.iter().map(|(p, a)| (p.clone(), a.value.clone())).collect(),
             oidc,
         }),
         _ => Err(errors),
@@ -175,18 +179,7 @@ pub(super) fn resolve(
 
 /// One Open WebUI per scenario: its checks are named `openwebui::...` without a client.
 pub(super) fn at_most_one(file: &Path, clients: &[(&String, Location)]) -> Vec<ConfigError> {
-    clients
-        .iter()
-        .skip(1)
-        .map(|(id, at)| {
-            ConfigError::at(
-                file,
-                at,
-                format!("clients.{id}.openwebui"),
-                format!("only one client may have an `openwebui` block (`{}` has one already)", clients[0].0),
-            )
-        })
-        .collect()
+    super::apps::at_most_one(file, "openwebui", clients)
 }
 
 #[cfg(test)]
@@ -203,7 +196,8 @@ providers:
     url: http://native:8000/mcp
     credential: native-token
     allowed_consumers: [webui]
-    tools: { allowlist: [add] }
+    tools: { allowlist: [add, echo] }
+    read: { tool: echo, arguments: { text: hi, n: 1 }, expect: { text_contains: hi } }
   wiki:
     url: http://wiki:8000/mcp
     credential: native-token
@@ -243,6 +237,7 @@ clients:
             "      admin: { email: nobody, password: missing-pw }\n",
             "      groups: { ghost: roles/ghost/mcp }\n",
             "      oidc: { control: not-a-url, control_credential: nope }\n",
+            "      nonce_arguments: { native: n, wiki: text, ghost: x }\n",
         );
         let errors = load(block, "").unwrap_err();
         let text = errors.join("\n");
@@ -254,10 +249,72 @@ clients:
             "clients.webui.openwebui.groups.ghost: `ghost` is not a provider of this scenario",
             "clients.webui.openwebui.groups: provider `native` admits this client but no group is named",
             "clients.webui.openwebui.oidc.control: `not-a-url` must be an http URL",
+            "clients.webui.openwebui.nonce_arguments.native: the read of `native` has no string argument `n` to carry a nonce (arguments: n, text)",
+            "clients.webui.openwebui.nonce_arguments.wiki: provider `wiki` declares no `read`",
+            "clients.webui.openwebui.nonce_arguments.ghost: `ghost` is not a provider of this scenario",
         ] {
             assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
         }
         assert!(errors.iter().all(|e| !e.starts_with("0:")), "every error has a line: {text}");
+    }
+
+    #[test]
+    fn a_keycloak_realm_changes_the_groups_instead_of_a_control_endpoint() {
+        let block = concat!(
+            "      admin: { email: a@x.test, password: admin-pw }\n",
+            "      groups: { native: roles/native/mcp }\n",
+            "      oidc:\n",
+            "        keycloak:\n",
+            "          url: http://keycloak:8080\n",
+            "          realm: platform\n",
+            "          admin: { username: admin, password: admin-pw }\n",
+            "          groups: { roles/native/mcp: /mcp/native }\n",
+        );
+        let s = load(block, "").unwrap();
+        let o = s.clients[0].openwebui.as_ref().unwrap().oidc.as_ref().unwrap();
+        let crate::config::IdpAdmin::Keycloak(k) = &o.admin else { panic!("keycloak") };
+        assert_eq!(
+            (k.realm.as_str(), k.admin_realm.as_str(), k.client_id.as_str()),
+            ("platform", "master", "admin-cli")
+        );
+        assert_eq!(o.admin.url().as_str(), "http://keycloak:8080/");
+        assert_eq!(k.group_path("roles/native/mcp"), "/mcp/native");
+        assert_eq!(k.group_path("roles/files/mcp"), "/roles/files/mcp");
+        assert!(
+            matches!(&k.grant, crate::config::KeycloakGrant::Password { username, password } if username == "admin" && password == "admin-pw")
+        );
+
+        let both = concat!(
+            "      admin: { email: a@x.test, password: admin-pw }\n",
+            "      groups: { native: g }\n",
+            "      oidc:\n",
+            "        control: http://idp:9000/control\n",
+            "        control_credential: admin-pw\n",
+            "        keycloak: { url: 'ftp://kc', realm: 'a/b', admin: { username: u, client_secret: missing } }\n",
+        );
+        let text = load(both, "").unwrap_err().join("\n");
+        for expected in [
+            "clients.webui.openwebui.oidc: name exactly one way to change the test user's groups",
+            "clients.webui.openwebui.oidc.keycloak.admin.client_secret: credential `missing` is not defined",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+        }
+        let bad = concat!(
+            "      admin: { email: a@x.test, password: admin-pw }\n",
+            "      groups: { native: g }\n",
+            "      oidc:\n",
+            "        keycloak: { url: 'ftp://kc', realm: 'a/b', admin: { username: u, client_secret: admin-pw } }\n",
+        );
+        let text = load(bad, "").unwrap_err().join("\n");
+        for expected in [
+            "clients.webui.openwebui.oidc.keycloak.url: `ftp://kc` must be an http URL",
+            "clients.webui.openwebui.oidc.keycloak.realm: `a/b` is not a realm name",
+            "clients.webui.openwebui.oidc.keycloak.admin: give `username` and `password`",
+        ] {
+            assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+        }
+        let half = "      admin: { email: a@x.test, password: admin-pw }\n      groups: { native: g }\n      oidc: { control: http://idp:9000/control }\n";
+        assert!(load(half, "").unwrap_err().join("\n").contains("`control` and `control_credential` go together"));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 use url::Url;
 
+use super::boundary::{self, Boundary, LimitsFile, ProviderContext, ProviderKeys, RevokedFacts};
 use super::credential::{self, Source, mask_userinfo};
 use super::error::{ConfigError, ConfigErrors, parse_yaml, read_file};
 use super::strict::{Flag, Port};
@@ -59,6 +60,15 @@ struct ProviderFile {
     /// them are probe positions besides the clients.
     #[serde(default)]
     networks: Vec<String>,
+    // The boundary behind the handshake (see `boundary`).
+    #[serde(default)]
+    denied_tools: Vec<Spanned<String>>,
+    #[serde(default)]
+    strict_arguments: Flag,
+    limits: Option<Spanned<LimitsFile>>,
+    #[serde(default)]
+    retired: Vec<Spanned<String>>,
+    specification: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -120,6 +130,11 @@ struct ClientFile {
     #[serde(default)]
     credentials: BTreeMap<String, Spanned<String>>,
     openwebui: Option<Spanned<super::openwebui::OpenWebuiFile>>,
+    flowise: Option<Spanned<super::flowise::FlowiseFile>>,
+    n8n: Option<Spanned<super::n8n::N8nFile>>,
+    /// provider id → the credential the client held before the provider stopped admitting it.
+    #[serde(default)]
+    revoked: BTreeMap<String, Spanned<String>>,
 }
 
 /// How a provider says "no": by HTTP status (the default), or — for the few apps that
@@ -172,6 +187,7 @@ pub struct Provider {
     pub sidecar_networks: Option<Vec<String>>,
     pub app: Option<AppSpec>,
     pub networks: Vec<String>,
+    pub boundary: Boundary,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -196,6 +212,12 @@ pub struct Client {
     pub credentials: BTreeMap<String, String>,
     /// Set when the client is an Open WebUI whose own state cordon checks.
     pub openwebui: Option<super::openwebui::OpenWebui>,
+    /// Set when the client is a Flowise whose registry and chatflows cordon checks.
+    pub flowise: Option<super::flowise::Flowise>,
+    /// Set when the client is an n8n whose workflows cordon checks.
+    pub n8n: Option<super::n8n::N8n>,
+    /// provider id → credential id the client held before it was removed as a consumer.
+    pub revoked: BTreeMap<String, String>,
 }
 
 impl Scenario {
@@ -336,6 +358,22 @@ impl Validator<'_> {
                     "list the ports the app listens on: reach checks probe exactly those".into(),
                 );
             }
+            let keys = ProviderKeys {
+                denied_tools: &p.denied_tools,
+                strict_arguments: p.strict_arguments,
+                limits: p.limits.as_ref(),
+                retired: &p.retired,
+                specification: p.specification.as_ref(),
+            };
+            let context = ProviderContext {
+                key: &key,
+                credential: &p.credential.value,
+                allowlist: &p.tools.value.allowlist,
+                credential_ids: &credential_ids,
+            };
+            let boundary = boundary::resolve_provider(self.file, &keys, &context)
+                .map_err(|e| self.errors.extend(e))
+                .unwrap_or_default();
             if let Some(url) = url {
                 providers.push(Provider {
                     id: id.clone(),
@@ -364,6 +402,7 @@ impl Validator<'_> {
                         .as_ref()
                         .map(|a| AppSpec { service: a.service.clone(), ports: a.ports.iter().map(|p| p.0).collect() }),
                     networks: p.networks.clone(),
+                    boundary,
                 });
             }
         }
@@ -397,28 +436,76 @@ impl Validator<'_> {
                         ),
                     );
                 }
+                if let Some(p) = provider_map.get(provider) {
+                    let k = format!("{key}.credentials.{provider}");
+                    self.errors.extend(boundary::held_retired(self.file, &k, provider, credential, &p.value.retired));
+                }
             }
+            let facts: Vec<RevokedFacts> = provider_map
+                .iter()
+                .map(|(p, f)| RevokedFacts {
+                    id: p,
+                    // A disabled provider admits nobody: its `allowed_consumers` are former ones.
+                    admits_client: !f.value.disabled.0 && f.value.allowed_consumers.iter().any(|c| &c.value == id),
+                })
+                .collect();
+            let revoked = boundary::resolve_revoked(
+                self.file,
+                &key,
+                &spanned.value.revoked,
+                &spanned.value.credentials,
+                &facts,
+                &credential_ids,
+            )
+            .map_err(|e| self.errors.extend(e))
+            .unwrap_or_default();
             let openwebui = spanned.value.openwebui.as_ref().and_then(|block| {
                 let facts = provider_map.iter().map(|(p, f)| super::openwebui::ProviderFacts {
                     id: p,
                     admits_client: f.value.allowed_consumers.iter().any(|c| &c.value == id),
                     disabled: f.value.disabled.0,
+                    read_arguments: f.value.read.as_ref().map(|r| &r.value.arguments),
                 });
                 let facts: Vec<_> = facts.collect();
                 super::openwebui::resolve(self.file, &format!("{key}.openwebui"), block, &facts, &credential_ids)
                     .map_err(|e| self.errors.extend(e))
                     .ok()
             });
+            let service = spanned.value.service.clone().unwrap_or_else(|| id.clone());
+            let flowise = spanned.value.flowise.as_ref().and_then(|block| {
+                let ids: Vec<&str> = provider_ids.iter().map(|p| p.as_str()).collect();
+                super::flowise::resolve(self.file, &format!("{key}.flowise"), block, &ids, &credential_ids)
+                    .map_err(|e| self.errors.extend(e))
+                    .ok()
+            });
+            let n8n = spanned.value.n8n.as_ref().and_then(|block| {
+                let facts: Vec<_> = provider_map
+                    .iter()
+                    .map(|(p, f)| super::n8n::ProviderFacts { id: p, service: f.value.service.as_deref().unwrap_or(p) })
+                    .collect();
+                super::n8n::resolve(self.file, &format!("{key}.n8n"), block, &service, &facts, &credential_ids)
+                    .map_err(|e| self.errors.extend(e))
+                    .ok()
+            });
             clients.push(Client {
                 id: id.clone(),
-                service: spanned.value.service.clone().unwrap_or_else(|| id.clone()),
+                service,
                 credentials: spanned.value.credentials.iter().map(|(p, c)| (p.clone(), c.value.clone())).collect(),
                 openwebui,
+                flowise,
+                n8n,
+                revoked,
             });
         }
         let webuis: Vec<_> =
             raw.clients.iter().filter_map(|(id, c)| c.value.openwebui.as_ref().map(|b| (id, b.referenced))).collect();
         self.errors.extend(super::openwebui::at_most_one(self.file, &webuis));
+        let flowises: Vec<_> =
+            raw.clients.iter().filter_map(|(id, c)| c.value.flowise.as_ref().map(|b| (id, b.referenced))).collect();
+        self.errors.extend(super::apps::at_most_one(self.file, "flowise", &flowises));
+        let n8ns: Vec<_> =
+            raw.clients.iter().filter_map(|(id, c)| c.value.n8n.as_ref().map(|b| (id, b.referenced))).collect();
+        self.errors.extend(super::apps::at_most_one(self.file, "n8n", &n8ns));
 
         let mut credentials = BTreeMap::new();
         for (id, reference) in &raw.credentials {

@@ -6,16 +6,19 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
+use super::check_pattern::CheckPattern;
 use super::duration::{HumanDuration, HumanSize};
 use super::error::{ConfigError, ConfigErrors, parse_yaml, read_file};
 use super::outputs::{DIR_KEY, Outputs};
 use super::strict::{Flag, Whole};
 use crate::mcp::Limits;
+use crate::model::{Finding, FindingKind};
 
 /// The suites shipped with cordon, built into the binary: a release binary run outside
 /// the checkout still finds `--suite suites/compose.yaml`. A file at that path wins.
-pub const BUILT_IN: [(&str, &str); 2] = [
+pub const BUILT_IN: [(&str, &str); 3] = [
     ("suites/compose.yaml", include_str!("../../suites/compose.yaml")),
+    ("suites/swarm.yaml", include_str!("../../suites/swarm.yaml")),
     ("suites/local.yaml", include_str!("../../suites/local.yaml")),
 ];
 
@@ -42,6 +45,10 @@ pub enum Family {
     Disabled,
     Sidecar,
     Openwebui,
+    Credentials,
+    Secrets,
+    Flowise,
+    N8n,
 }
 
 impl Family {
@@ -54,15 +61,19 @@ impl Family {
             Family::Disabled => "disabled",
             Family::Sidecar => "sidecar",
             Family::Openwebui => "openwebui",
+            Family::Credentials => "credentials",
+            Family::Secrets => "secrets",
+            Family::Flowise => "flowise",
+            Family::N8n => "n8n",
         }
     }
 
     /// The families each mode can run; the rest need a mode that enters namespaces.
     pub fn supported_in(self, mode: Mode) -> bool {
         match mode {
-            Mode::Host => matches!(self, Family::Contract),
+            Mode::Host => matches!(self, Family::Contract | Family::Credentials),
             Mode::Compose => true,
-            Mode::Swarm => !matches!(self, Family::Openwebui),
+            Mode::Swarm => !matches!(self, Family::Openwebui | Family::Flowise | Family::N8n),
         }
     }
 }
@@ -113,7 +124,17 @@ struct LimitsFile {
 #[serde(deny_unknown_fields)]
 struct KnownFailureFile {
     check: String,
+    /// Required: the finding the baseline accepts, not the whole check.
+    finding: Option<FindingMatchFile>,
     reason: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FindingMatchFile {
+    kind: String,
+    #[serde(default)]
+    facts: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -147,12 +168,65 @@ pub struct Suite {
     pub engines: std::collections::BTreeMap<String, String>,
 }
 
+/// One known failure: a finding of one check, accepted with a reason. It matches a
+/// finding (its kind, and the facts it names), never the check as a whole: a different
+/// finding on the same check still fails the run.
 #[derive(Debug, Clone)]
 pub struct KnownFailure {
-    pub check: String,
+    /// The check's exact name, or a pattern (`sidecar::*::hardening`).
+    pub check: CheckPattern,
+    pub finding: FindingMatch,
     pub reason: String,
     /// `file:line:column`, for the error when the entry names no check.
     pub origin: ConfigError,
+}
+
+impl KnownFailure {
+    /// `file:line:column` of the entry.
+    pub fn location(&self) -> String {
+        let o = &self.origin;
+        format!("{}:{}:{}", o.file.display(), o.line, o.column)
+    }
+}
+
+/// The finding a known failure accepts: its kind, and facts that must hold as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindingMatch {
+    pub kind: FindingKind,
+    pub facts: std::collections::BTreeMap<String, String>,
+}
+
+impl FindingMatch {
+    pub fn matches(&self, finding: &Finding) -> bool {
+        finding.kind == self.kind && self.facts.iter().all(|(k, v)| finding.facts.get(k) == Some(v))
+    }
+}
+
+impl std::fmt::Display for FindingMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.kind.as_str())?;
+        for (k, v) in &self.facts {
+            write!(f, " {k}={v:?}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The finding of a known failure entry, or why it names none.
+fn known_finding(entry: &KnownFailureFile) -> Result<FindingMatch, String> {
+    let Some(finding) = &entry.finding else {
+        return Err(format!(
+            "a known failure accepts one finding of `{}`, not the whole check: add `finding: {{ kind: <kind> }}` (and `facts:` to narrow it) with the `kind` its failure shows in report.json",
+            entry.check
+        ));
+    };
+    let kind = serde_json::from_value::<FindingKind>(serde_json::Value::String(finding.kind.clone())).map_err(|_| {
+        format!(
+            "`{}` is not a finding kind (kinds are the `kind` values of findings in report.json, e.g. lateral_reach, not_refused, hardening)",
+            crate::text::sanitize(&finding.kind)
+        )
+    })?;
+    Ok(FindingMatch { kind, facts: finding.facts.clone() })
 }
 
 pub const DEFAULT_CONCURRENCY: usize = 256;
@@ -226,16 +300,31 @@ impl Suite {
                     "a known failure needs a reason",
                 ));
             }
-            if known_failures.iter().any(|k| k.check == kf.value.check) {
+            let check = match CheckPattern::parse(&kf.value.check) {
+                Ok(c) => c,
+                Err(message) => {
+                    errors.push(ConfigError::at(path, &kf.referenced, format!("{key}.check"), message));
+                    continue;
+                }
+            };
+            let finding = match known_finding(&kf.value) {
+                Ok(f) => f,
+                Err(message) => {
+                    errors.push(ConfigError::at(path, &kf.referenced, format!("{key}.finding"), message));
+                    continue;
+                }
+            };
+            if known_failures.iter().any(|k| k.check == check && k.finding == finding) {
                 errors.push(ConfigError::at(
                     path,
                     &kf.referenced,
                     format!("{key}.check"),
-                    format!("`{}` is listed twice", kf.value.check),
+                    format!("`{}` with finding {finding} is listed twice", kf.value.check),
                 ));
             }
             known_failures.push(KnownFailure {
-                check: kf.value.check.clone(),
+                check,
+                finding,
                 reason: kf.value.reason.clone(),
                 origin: ConfigError::at(path, &kf.referenced, format!("{key}.check"), String::new()),
             });

@@ -143,7 +143,7 @@ fn suite_errors(text: &str) -> String {
 #[test]
 fn good_suite_loads() {
     let files = Files::new();
-    let path = files.write("suite.yaml", "mode: host\nfamilies: [contract]\ntimeouts: { connect: 500ms, deadline: 5s }\nlimits: { max_response_bytes: 1MiB }\nknown_failures:\n  - { check: contract::a::read, reason: ticket 7 }\n");
+    let path = files.write("suite.yaml", "mode: host\nfamilies: [contract]\ntimeouts: { connect: 500ms, deadline: 5s }\nlimits: { max_response_bytes: 1MiB }\nknown_failures:\n  - { check: contract::a::read, finding: { kind: read_failed }, reason: ticket 7 }\n");
     let suite = Suite::load(&path).unwrap();
     assert_eq!(suite.limits.connect_timeout.as_millis(), 500);
     assert_eq!(suite.limits.max_response_bytes, 1 << 20);
@@ -157,6 +157,22 @@ fn good_suite_loads() {
 #[case(
     "mode: host\nfamilies: [contract]\nknown_failures:\n  - { check: x, reason: '' }\n",
     "known_failures[0].reason: a known failure needs a reason"
+)]
+#[case(
+    "mode: host\nfamilies: [contract]\nknown_failures:\n  - { check: x, reason: 'bug 7' }\n",
+    "suite.yaml:4:5: known_failures[0].finding: a known failure accepts one finding of `x`, not the whole check: add `finding: { kind: <kind> }`"
+)]
+#[case(
+    "mode: host\nfamilies: [contract]\nknown_failures:\n  - { check: x, finding: { kind: broken }, reason: 'bug 7' }\n",
+    "known_failures[0].finding: `broken` is not a finding kind"
+)]
+#[case(
+    "mode: host\nfamilies: [contract]\nknown_failures:\n  - { check: x, finding: { kind: hardening, facts: { rule: root } }, reason: a }\n  - { check: x, finding: { kind: hardening, facts: { rule: root } }, reason: b }\n",
+    "known_failures[1].check: `x` with finding hardening rule=\"root\" is listed twice"
+)]
+#[case(
+    "mode: host\nfamilies: [contract]\nknown_failures:\n  - { check: '*::*::read', finding: { kind: read_failed }, reason: a }\n",
+    "suite.yaml:4:5: known_failures[0].check: the pattern `*::*::read` must start with a family written out"
 )]
 #[case("mode: lan\nfamilies: [contract]\n", "lan")]
 #[case(

@@ -2,13 +2,16 @@
 //! and left only if the demo initialized it), the reference stack deployed with
 //! `docker stack deploy` (docker/swarm/deploy.sh), suites/swarm.yaml run against it, and
 //! everything removed again. [`SwarmHost`] is shared with tests/swarm_stack.rs.
+//!
+//! As quiet as the compose demo: image builds and `docker stack` output go to
+//! results/demo.log (`--verbose` shows them), the console gets one line per stage with its
+//! time, the suite's dots and failures, and the reach matrix.
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Instant;
 
-use nix::sys::signal::{SigHandler, Signal, signal};
-
-use super::{DemoArgs, status, step};
+use super::{DemoArgs, LOG, Stages, step};
 use crate::exit;
 
 pub const STACK: &str = "cordon-demo";
@@ -16,6 +19,8 @@ pub const STACK: &str = "cordon-demo";
 pub const SUBNET: &str = "10.172";
 pub const BLOCK: &str = "1";
 const DEPLOY: &str = "docker/swarm/deploy.sh";
+/// Where suites/swarm.yaml writes its JSON report.
+const REPORT: &str = "results/swarm/report.json";
 /// Where a swarm this code initializes puts `docker_gwbridge` and the ingress network.
 pub const GWBRIDGE_SUBNET: &str = "10.178.0.0/24";
 pub const ADDRESS_POOL: &str = "10.179.0.0/16";
@@ -197,7 +202,7 @@ pub fn run(args: DemoArgs) -> i32 {
         eprintln!("error: {DEPLOY} not found: run `cargo run -- demo --swarm` from the repository root");
         return exit::USAGE;
     }
-    let tokens: Vec<(String, String)> = ["NATIVE_TOKEN", "LEGACY_TOKEN", "MODERN_TOKEN", "GITEA_TOKEN", "WIKI_TOKEN"]
+    let tokens: Vec<(String, String)> = super::TOKEN_VARS
         .iter()
         .map(|name| (name.to_string(), format!("demo-{}", hex::encode(rand::random::<[u8; 16]>()))))
         .collect();
@@ -209,12 +214,14 @@ pub fn run(args: DemoArgs) -> i32 {
         "CORDON_FIXTURE_IMAGE".into(),
         std::env::var("FIXTURE_TAG").unwrap_or_else(|_| "cordon-fixture:dev".into()),
     ));
-    step("building the fixture images (docker/build-images.sh)");
-    if !status(Command::new("bash").arg("docker/build-images.sh")) {
-        eprintln!("error: building the images failed (see above)");
+    let mut stages = Stages::open(args.verbose);
+    if !args.verbose {
+        step(&format!("output of image builds and docker stack goes to {LOG} (--verbose shows it here)"));
+    }
+    if !stages.run(Command::new("bash").arg("docker/build-images.sh"), "images ready", "building the images failed") {
         return exit::INFRASTRUCTURE;
     }
-    step("preparing a swarm (docker swarm init --advertise-addr 127.0.0.1 unless the engine is in one)");
+    let started = Instant::now();
     let host = match SwarmHost::prepare(&[&format!("{SUBNET}.0.0/16")]) {
         Ok(h) => h,
         Err(e) => {
@@ -222,48 +229,45 @@ pub fn run(args: DemoArgs) -> i32 {
             return exit::INFRASTRUCTURE;
         }
     };
-    step(&format!("deploying docker/swarm/stack.yaml as stack `{STACK}` on {SUBNET}.{BLOCK}0.0/24 …"));
-    let deploy = |cmd: &str| {
-        Command::new("bash")
-            .args([DEPLOY, cmd, STACK])
-            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .status()
-            .is_ok_and(|s| s.success())
+    let which = if host.initialized() {
+        "a single-node swarm initialized for the demo (advertising 127.0.0.1; left again at the end)"
+    } else {
+        "the engine's own swarm (left as found)"
     };
-    if !deploy("up") {
-        eprintln!("error: docker stack deploy failed (see above)");
-        deploy("down");
+    step(&format!("swarm ready: {which} {:.1} s", started.elapsed().as_secs_f64()));
+    let deploy = |cmd: &str| {
+        let mut c = Command::new("bash");
+        c.args([DEPLOY, cmd, STACK]).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        c
+    };
+    if !stages.run(&mut deploy("up"), "stack deployed", "docker stack deploy failed") {
+        stages.run(&mut deploy("down"), "stack removed", "removing the stack failed");
         return exit::INFRASTRUCTURE;
     }
-    step("running suites/swarm.yaml against scenarios/reference.yaml");
-    let started = std::time::Instant::now();
-    let exe = std::env::current_exe().expect("path of the running cordon binary");
-    let child = Command::new(exe)
-        .args(["swarm", "--stack", STACK, "--scenario", "scenarios/reference.yaml", "--suite", "suites/swarm.yaml"])
-        .args(&args.extra)
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .spawn();
-    // Ctrl-C stops the suite (the child), not the demo: the stack must still come down.
-    // SAFETY: no other thread of this process installs signal handlers.
-    let previous = unsafe { signal(Signal::SIGINT, SigHandler::SigIgn) };
-    let code = child
-        .and_then(|mut c| c.wait())
-        .map(|s| s.code().unwrap_or(exit::INFRASTRUCTURE))
-        .unwrap_or(exit::INFRASTRUCTURE);
-    step(&format!("suite finished in {:.1}s with exit code {code}", started.elapsed().as_secs_f64()));
+    step(&format!(
+        "reference stack `{STACK}` on {SUBNET}.{BLOCK}0.0/24 … {SUBNET}.{BLOCK}7.0/24; running suites/swarm.yaml"
+    ));
+    let suite_started = Instant::now();
+    let suite = ["swarm", "--stack", STACK, "--scenario", "scenarios/reference.yaml", "--suite", "suites/swarm.yaml"];
+    let code = super::child::run_suite(&mut stages, &suite, &args.extra, &env);
+    super::child::print_matrix(Path::new(REPORT));
+    step(&format!(
+        "suite finished in {:.1} s with exit code {code}; reports in results/swarm/ (report.html has the reach matrix)",
+        suite_started.elapsed().as_secs_f64()
+    ));
     if args.keep {
         step(&format!(
             "keeping the stack; remove it with: bash {DEPLOY} down {STACK} (and `docker swarm leave --force` if the demo initialized the swarm)"
         ));
         std::mem::forget(host);
     } else {
-        step("removing the stack");
-        deploy("down");
+        stages.run(&mut deploy("down"), "stack removed", "removing the stack failed");
+        let initialized = host.initialized();
+        let left = Instant::now();
         drop(host);
-    }
-    if let Ok(handler) = previous {
-        // SAFETY: as above; restores the disposition found before.
-        let _ = unsafe { signal(Signal::SIGINT, handler) };
+        if initialized {
+            step(&format!("swarm left {:.1} s", left.elapsed().as_secs_f64()));
+        }
     }
     code
 }

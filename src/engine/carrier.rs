@@ -66,10 +66,6 @@ impl Carriers {
         }
     }
 
-    pub fn run_id(&self) -> &str {
-        &self.run
-    }
-
     /// Runs one plan (JSON) in a carrier joined to `container` on `engine`, and returns
     /// what the agent wrote. `key` names the engine (for its image cache).
     pub async fn run(
@@ -88,7 +84,6 @@ impl Carriers {
                 known.push((key.to_string(), engine.clone()));
             }
         }
-        let docker = engine.docker();
         let labels =
             HashMap::from([(CARRIER_LABEL.to_string(), "1".to_string()), (RUN_LABEL.to_string(), self.run.clone())]);
         let config = ContainerCreateBody {
@@ -118,7 +113,8 @@ impl Carriers {
         if self.is_closing() {
             return Err("interrupted".into());
         }
-        let created = docker
+        let created = engine
+            .docker()
             .create_container(Some(CreateContainerOptionsBuilder::new().name(&name).build()), config)
             .await
             .map_err(|e| format!("creating carrier {name}: {e}"))?;
@@ -130,11 +126,16 @@ impl Carriers {
         let outcome = tokio::time::timeout(limit, async {
             let attach =
                 AttachContainerOptionsBuilder::new().stream(true).stdin(true).stdout(true).stderr(true).build();
-            let mut attached = docker
+            let mut attached = engine
+                .docker()
                 .attach_container(&created.id, Some(attach))
                 .await
                 .map_err(|e| format!("attaching to carrier {name}: {e}"))?;
-            docker.start_container(&created.id, None).await.map_err(|e| format!("starting carrier {name}: {e}"))?;
+            engine
+                .docker()
+                .start_container(&created.id, None)
+                .await
+                .map_err(|e| format!("starting carrier {name}: {e}"))?;
             attached.input.write_all(&plan).await.map_err(|e| format!("writing the plan to carrier {name}: {e}"))?;
             attached.input.shutdown().await.map_err(|e| format!("closing the carrier's stdin: {e}"))?;
             let mut out = Vec::new();
@@ -198,7 +199,7 @@ impl Carriers {
         Ok(tag)
     }
 
-    /// Ctrl-C: remove every carrier of this run, then exit as interrupted.
+    /// Ctrl-C: remove every carrier of this run, then end the run as interrupted.
     fn watch_interrupts(&'static self) {
         self.watching.get_or_init(|| {
             tokio::spawn(async move {
@@ -209,7 +210,7 @@ impl Carriers {
                     // A carrier whose creation was in flight shows up a moment later.
                     tokio::time::sleep(Duration::from_millis(500)).await;
                     self.remove_all().await;
-                    std::process::exit(130);
+                    crate::interrupt::request_exit();
                 }
             });
         });

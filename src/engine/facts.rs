@@ -41,6 +41,18 @@ impl Target {
         self.attachments.iter().find(|a| a.network == network || a.network_id == network)
     }
 
+    /// Names the engine's DNS answers for this container (its name, then every alias):
+    /// a resolver that answers none of them is not working, whatever it says of others.
+    pub fn dns_names(&self) -> Vec<String> {
+        let mut out = vec![self.name.clone()];
+        for alias in self.attachments.iter().flat_map(|a| &a.aliases) {
+            if !out.contains(alias) {
+                out.push(alias.clone());
+            }
+        }
+        out
+    }
+
     /// Every address the engine reports for this container, on any network.
     pub fn addresses(&self) -> Vec<IpAddr> {
         let mut out = Vec::new();

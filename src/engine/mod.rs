@@ -12,6 +12,7 @@
 pub mod carrier;
 mod convert;
 mod facts;
+pub mod logs;
 pub mod swarm;
 
 use std::collections::{BTreeMap, HashMap};
@@ -172,10 +173,7 @@ impl Engine {
         match tokio::time::timeout(timeout, handshake).await {
             Ok(Ok(docker)) => Ok(Engine { docker }),
             Ok(Err(e)) => Err(unreachable(describe(&e))),
-            Err(_) => Err(unreachable(format!(
-                "no answer within {:.1}s (the suite's connect timeout)",
-                timeout.as_secs_f64()
-            ))),
+            Err(_) => Err(unreachable(format!("no answer within {:.1}s", timeout.as_secs_f64()))),
         }
     }
 
@@ -184,7 +182,9 @@ impl Engine {
         Engine { docker }
     }
 
+    /// The engine's API client; every call through it is counted (see [`crate::cost`]).
     pub fn docker(&self) -> &Docker {
+        crate::cost::ENGINE_CALLS.add(1);
         &self.docker
     }
 
@@ -202,7 +202,7 @@ impl Engine {
         let mut filters = HashMap::new();
         filters.insert("label", vec![format!("{COMPOSE_PROJECT_LABEL}={project}")]);
         let options = ListContainersOptionsBuilder::new().all(true).filters(&filters).build();
-        let listed = self.docker.list_containers(Some(options)).await.map_err(|e| {
+        let listed = self.docker().list_containers(Some(options)).await.map_err(|e| {
             if is_transport(&e) {
                 EngineError::Unreachable { endpoint: endpoint_hint(), detail: describe(&e) }
             } else {
@@ -245,7 +245,7 @@ impl Engine {
     /// Inspects one container (by id or name).
     pub async fn target(&self, container: &str) -> Result<Target, EngineError> {
         let inspect = self
-            .docker
+            .docker()
             .inspect_container(container, None)
             .await
             .map_err(|e| EngineError::lookup("container", container, "inspecting container", e))?;
@@ -261,7 +261,7 @@ impl Engine {
     /// Name, id, driver and subnets of a network (by name or id).
     pub async fn network(&self, name_or_id: &str) -> Result<NetworkFacts, EngineError> {
         let inspect = self
-            .docker
+            .docker()
             .inspect_network(name_or_id, None::<InspectNetworkOptions>)
             .await
             .map_err(|e| EngineError::lookup("network", name_or_id, "inspecting network", e))?;
@@ -272,7 +272,7 @@ impl Engine {
     /// Security-relevant configuration of a container (by id or name).
     pub async fn hardening(&self, container: &str) -> Result<HardeningFacts, EngineError> {
         let inspect = self
-            .docker
+            .docker()
             .inspect_container(container, None)
             .await
             .map_err(|e| EngineError::lookup("container", container, "inspecting container", e))?;
@@ -285,7 +285,7 @@ impl Engine {
     pub async fn restart(&self, container: &str, timeout: Duration) -> Result<(), EngineError> {
         let secs = timeout.as_secs() + u64::from(timeout.subsec_nanos() > 0);
         let options = RestartContainerOptionsBuilder::new().t(i32::try_from(secs).unwrap_or(i32::MAX)).build();
-        self.docker
+        self.docker()
             .restart_container(container, Some(options))
             .await
             .map_err(|e| EngineError::lookup("container", container, "restarting container", e))

@@ -18,6 +18,35 @@ use super::sse::SseParser;
 use super::streamable::{self, Headers, VERSION_HEADER};
 use super::{EntryPoint, HANDSHAKE_PROTOCOL_VERSION, McpClient, McpError};
 
+/// Whose session id an ask borrows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SessionSource {
+    /// The valid bearer's session, in the era the server offered first.
+    Valid,
+    /// The valid bearer's `initialize`-handshake session, opened on purpose when the
+    /// server offered the stateless era first: every era it speaks is a way in.
+    ValidHandshake,
+    /// An id that came back on a refusal.
+    HandedOut,
+}
+
+impl SessionSource {
+    /// Borrowed from the valid bearer: serving on it means the session is not bound.
+    pub fn is_valid_bearers(self) -> bool {
+        matches!(self, SessionSource::Valid | SessionSource::ValidHandshake)
+    }
+}
+
+impl fmt::Display for SessionSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SessionSource::Valid => "the valid session",
+            SessionSource::ValidHandshake => "the valid initialize-handshake session",
+            SessionSource::HandedOut => "an id a refusal handed out",
+        })
+    }
+}
+
 /// One request to send.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ask {
@@ -26,8 +55,12 @@ pub struct Ask {
     pub modern: bool,
     /// Carry this `Mcp-Session-Id` (borrowed from another session). Never printed.
     pub session: Option<String>,
-    /// Where the session came from, for evidence ("the valid session", "a refusal").
-    pub session_from: Option<String>,
+    /// The protocol version that session negotiated, sent with its id (a server rejects a
+    /// version it did not agree to before it ever looks at the bearer).
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Where the session came from.
+    pub session_from: Option<SessionSource>,
     /// POST to this URL (a live legacy session's message endpoint) instead of the
     /// endpoint.
     pub message_url: Option<String>,
@@ -37,7 +70,7 @@ pub struct Ask {
 
 impl Ask {
     pub fn new(entry: EntryPoint) -> Self {
-        Ask { entry, modern: false, session: None, session_from: None, message_url: None, tool: None }
+        Ask { entry, modern: false, session: None, version: None, session_from: None, message_url: None, tool: None }
     }
 
     pub fn modern(mut self) -> Self {
@@ -45,9 +78,15 @@ impl Ask {
         self
     }
 
-    pub fn with_session(mut self, id: &str, from: &str) -> Self {
+    pub fn with_session(mut self, id: &str, from: SessionSource) -> Self {
         self.session = Some(id.to_string());
-        self.session_from = Some(from.to_string());
+        self.session_from = Some(from);
+        self
+    }
+
+    /// With the protocol version the borrowed session negotiated.
+    pub fn negotiated(mut self, version: Option<&str>) -> Self {
+        self.version = version.map(str::to_string);
         self
     }
 
@@ -68,7 +107,7 @@ impl Ask {
             EntryPoint::Discover => Some("server/discover"),
             EntryPoint::ToolsList => Some("tools/list"),
             EntryPoint::ToolsCall => Some("tools/call"),
-            EntryPoint::SseGet => None,
+            EntryPoint::SseGet | EntryPoint::Delete => None,
         }
     }
 
@@ -87,7 +126,11 @@ impl fmt::Display for Ask {
         if let Some((tool, _)) = &self.tool {
             write!(f, " {}", crate::text::sanitize(tool))?;
         }
-        if self.entry != EntryPoint::SseGet {
+        if matches!(self.entry, EntryPoint::SseGet | EntryPoint::Delete) {
+            if let Some(from) = &self.session_from {
+                write!(f, " (with the session id of {from})")?;
+            }
+        } else {
             f.write_str(if self.modern { " (2026-07-28 headers" } else { " (plain JSON-RPC" })?;
             match (&self.session_from, &self.message_url) {
                 (Some(from), _) => write!(f, ", with the session id of {from})"),
@@ -215,8 +258,20 @@ pub(crate) async fn exchange(client: &McpClient, ask: &Ask, names: &BTreeSet<Str
     };
     let limits = client.limits.clone();
     http::within(&limits, url.as_str(), "the whole exchange", async {
+        let mut session_headers = Headers::new();
+        if let Some(id) = &ask.session {
+            session_headers.push((SESSION_HEADER, id.clone()));
+            if !ask.modern {
+                let version = ask.version.clone().unwrap_or_else(|| HANDSHAKE_PROTOCOL_VERSION.to_string());
+                session_headers.push((VERSION_HEADER, version));
+            }
+        }
         let (method, req) = match ask.entry {
-            EntryPoint::SseGet => ("GET", super::legacy::sse_get(client)),
+            EntryPoint::SseGet => ("GET", with_headers(super::legacy::sse_get(client), &session_headers)),
+            EntryPoint::Delete => (
+                "DELETE",
+                with_headers(client.authorize(client.http.delete(client.request_url(&url))), &session_headers),
+            ),
             _ => {
                 let rpc = ask.rpc_method().expect("a POST entry point");
                 let params = match &ask.tool {
@@ -226,12 +281,7 @@ pub(crate) async fn exchange(client: &McpClient, ask: &Ask, names: &BTreeSet<Str
                 };
                 let (params, mut headers) =
                     if ask.modern { streamable::modern(rpc, params) } else { (params, Headers::new()) };
-                if let Some(id) = &ask.session {
-                    headers.push((SESSION_HEADER, id.clone()));
-                    if !ask.modern {
-                        headers.push((VERSION_HEADER, HANDSHAKE_PROTOCOL_VERSION.to_string()));
-                    }
-                }
+                headers.extend(session_headers);
                 let body = jsonrpc::request(client.next_id(), rpc, params);
                 ("POST", streamable::post(client, &url, &body, &headers))
             }
@@ -259,6 +309,13 @@ pub(crate) async fn exchange(client: &McpClient, ask: &Ask, names: &BTreeSet<Str
         })
     })
     .await
+}
+
+fn with_headers(mut req: reqwest::RequestBuilder, headers: &Headers) -> reqwest::RequestBuilder {
+    for (name, value) in headers {
+        req = req.header(*name, value);
+    }
+    req
 }
 
 /// Reads the body to its end, to the size cap, or for one read window, whichever comes
@@ -493,7 +550,7 @@ mod tests {
         assert_eq!(
             Ask::new(EntryPoint::ToolsCall)
                 .calling("add", json!({}))
-                .with_session("x", "the valid session")
+                .with_session("x", SessionSource::Valid)
                 .to_string(),
             "tools/call add (plain JSON-RPC, with the session id of the valid session)"
         );

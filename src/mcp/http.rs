@@ -61,8 +61,9 @@ pub(crate) fn build_client(endpoint: &Endpoint, limits: &Limits) -> Result<reqwe
         .read_timeout(limits.read_timeout)
         .default_headers(headers)
         .user_agent(concat!("cordon/", env!("CARGO_PKG_VERSION")));
-    if let (Some(pin), Some(host)) = (endpoint.pin, endpoint.url.domain()) {
-        builder = builder.resolve(host, pin);
+    if let (Some(_), Some(host)) = (endpoint.pin, endpoint.url.domain()) {
+        // In order: the connector tries the next address when one does not accept.
+        builder = builder.resolve_to_addrs(host, &endpoint.addresses());
     }
     builder.build().map_err(|e| McpError::Protocol { detail: format!("cannot build the http client: {}", chain(&e)) })
 }

@@ -106,10 +106,8 @@ async fn read_stream(mut stream: SseStream, router: Arc<Router>, url: String) {
 }
 
 pub(crate) fn sse_get(client: &McpClient) -> reqwest::RequestBuilder {
-    let mut req = client.http.get(client.endpoint.url.clone()).header(header::ACCEPT, "text/event-stream");
-    if let Some(bearer) = &client.bearer {
-        req = req.bearer_auth(bearer.expose());
-    }
+    let mut req = client.http.get(client.request_url(&client.endpoint.url)).header(header::ACCEPT, "text/event-stream");
+    req = client.authorize(req);
     req
 }
 
@@ -162,7 +160,7 @@ pub(crate) async fn connect(client: &McpClient) -> Result<Session, McpError> {
 /// GETs the stream and reads up to its `endpoint` event.
 async fn open_stream(client: &McpClient, url: &Url, started: Instant) -> Result<(SseStream, Url), McpError> {
     let (mut resp, hops) = http::send(sse_get(client), url.as_str(), &client.limits, client.endpoint.pin).await?;
-    client.record_hops(hops);
+    client.record_answer(&resp, hops);
     let head = Head::of(&resp);
     streamable::reject_non_success(client, &mut resp, &head, "SSE GET", url).await?;
     if !head.is_sse() {
@@ -239,7 +237,7 @@ async fn post_and_read(
         client.endpoint.pin,
     )
     .await?;
-    client.record_hops(hops);
+    client.record_answer(&resp, hops);
     let head = Head::of(&resp);
     streamable::reject_non_success(client, &mut resp, &head, method, url).await?;
     // The spec says 202 and the reply on the stream; a server that answers in the POST

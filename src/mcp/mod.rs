@@ -10,6 +10,7 @@ mod exchange;
 mod http;
 mod jsonrpc;
 mod legacy;
+mod sized;
 mod sse;
 mod streamable;
 mod tools;
@@ -25,9 +26,12 @@ use serde_json::Value;
 
 use crate::secret::Secret;
 
-pub use exchange::{Ask, BodyFacts, Exchange, RpcFacts, names_in_text};
-pub use http::{Hop, MAX_REDIRECTS};
-pub use tools::{Schema, canonical_json, schema_hash};
+pub use exchange::{Ask, Exchange, SessionSource};
+#[cfg(test)]
+pub use exchange::{BodyFacts, RpcFacts};
+pub use http::Hop;
+pub use sized::PageSeen;
+pub use tools::{Schema, canonical_json, parse_tools, schema_hash};
 
 /// The stateless revision cordon probes first.
 pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
@@ -103,9 +107,35 @@ pub struct Endpoint {
     /// still names the host. Port 0 keeps the URL's port. Ignored when the URL host is
     /// an IP literal.
     pub pin: Option<SocketAddr>,
+    /// Where to connect when `pin` does not accept, in order, as a client's connect loop
+    /// walks the addresses its libc returned (a dual-stack replica refusing IPv4 but
+    /// listening on IPv6 is still reached).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<SocketAddr>,
 }
 
 impl Endpoint {
+    /// The URL as written, resolved the usual way.
+    pub fn new(url: url::Url, transport: Transport) -> Endpoint {
+        Endpoint { url, transport, pin: None, fallbacks: vec![] }
+    }
+
+    /// Pinned to `addrs` in order: the first, then the others as fallbacks. Empty leaves
+    /// the endpoint as it is.
+    pub fn pinned_in_order(&self, addrs: &[SocketAddr]) -> Endpoint {
+        let Some((first, rest)) = addrs.split_first() else { return self.clone() };
+        let mut e = self.pinned_to(*first);
+        if e.url.domain().is_some() {
+            e.fallbacks = rest.to_vec();
+        }
+        e
+    }
+
+    /// Every address this endpoint may connect to, in order.
+    pub fn addresses(&self) -> Vec<SocketAddr> {
+        self.pin.into_iter().chain(self.fallbacks.iter().copied()).collect()
+    }
+
     /// The same endpoint, talking to `addr` (address and port). A host name stays in the
     /// URL (the Host header names it) and is pinned to the address; an address literal is
     /// replaced.
@@ -115,7 +145,7 @@ impl Endpoint {
         if url.domain().is_none() {
             let _ = url.set_ip_host(addr.ip());
         }
-        Endpoint { url, transport: self.transport, pin: Some(addr) }
+        Endpoint { url, transport: self.transport, pin: Some(addr), fallbacks: vec![] }
     }
 
     /// The same pin, another port.
@@ -128,11 +158,16 @@ impl Endpoint {
 pub struct McpClient {
     endpoint: Endpoint,
     bearer: Option<Secret>,
+    /// Send the credential as this URL query parameter, with no `Authorization` header:
+    /// a misplaced credential every server must refuse.
+    query_credential: Option<String>,
     limits: Limits,
     http: reqwest::Client,
     next_id: AtomicU64,
     /// Same-origin redirects followed so far, for evidence.
     hops: Mutex<Vec<Hop>>,
+    /// The address the last answer came from.
+    peer: Mutex<Option<SocketAddr>>,
     /// Bytes of the listing in progress, against `max_response_bytes` for all pages.
     listing_bytes: AtomicU64,
 }
@@ -200,6 +235,8 @@ pub enum EntryPoint {
     ToolsList,
     ToolsCall,
     SseGet,
+    /// `DELETE` of a session (session-bound only).
+    Delete,
 }
 
 impl fmt::Display for EntryPoint {
@@ -210,6 +247,7 @@ impl fmt::Display for EntryPoint {
             EntryPoint::ToolsList => "tools/list",
             EntryPoint::ToolsCall => "tools/call",
             EntryPoint::SseGet => "SSE GET",
+            EntryPoint::Delete => "DELETE",
         })
     }
 }
@@ -297,12 +335,39 @@ impl McpClient {
         Ok(Self {
             endpoint,
             bearer,
+            query_credential: None,
             limits,
             http,
             next_id: AtomicU64::new(1),
             hops: Mutex::new(Vec::new()),
+            peer: Mutex::new(None),
             listing_bytes: AtomicU64::new(0),
         })
+    }
+
+    /// This client sends its credential in the URL query parameter `param` instead of the
+    /// `Authorization` header.
+    pub fn credential_in_query(mut self, param: &str) -> Self {
+        self.query_credential = Some(param.to_string());
+        self
+    }
+
+    /// `url` as this client requests it: with the credential as a query parameter when
+    /// it sends it there.
+    pub(crate) fn request_url(&self, url: &url::Url) -> url::Url {
+        let mut url = url.clone();
+        if let (Some(secret), Some(param)) = (&self.bearer, &self.query_credential) {
+            url.query_pairs_mut().append_pair(param, secret.expose());
+        }
+        url
+    }
+
+    /// `req` with the `Authorization` header, unless the credential goes in the query.
+    pub(crate) fn authorize(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match (&self.bearer, &self.query_credential) {
+            (Some(secret), None) => req.bearer_auth(secret.expose()),
+            _ => req,
+        }
     }
 
     /// Same-origin redirects this client followed, for evidence.
@@ -310,10 +375,20 @@ impl McpClient {
         self.hops.lock().expect("hops lock").clone()
     }
 
-    pub(crate) fn record_hops(&self, hops: Vec<Hop>) {
+    /// Records where an answer came from: the redirects followed, and the address the
+    /// connection ended up on (the pin, or a fallback after it).
+    pub(crate) fn record_answer(&self, resp: &reqwest::Response, hops: Vec<Hop>) {
+        if let Some(peer) = resp.remote_addr() {
+            *self.peer.lock().expect("peer lock") = Some(peer);
+        }
         if !hops.is_empty() {
             self.hops.lock().expect("hops lock").extend(hops);
         }
+    }
+
+    /// The address the last answer came from.
+    pub fn peer(&self) -> Option<SocketAddr> {
+        *self.peer.lock().expect("peer lock")
     }
 
     /// Counts bytes of the listing in progress; errs past the size cap.
@@ -326,14 +401,6 @@ impl McpClient {
             });
         }
         Ok(())
-    }
-
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
-    pub fn limits(&self) -> &Limits {
-        &self.limits
     }
 
     fn next_id(&self) -> u64 {

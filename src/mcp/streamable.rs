@@ -58,36 +58,22 @@ fn encode_header_value(v: &str) -> String {
     let safe = v.bytes().all(|b| (0x20..=0x7e).contains(&b))
         && v == v.trim()
         && !(v.starts_with("=?base64?") && v.ends_with("?="));
-    if safe { v.to_string() } else { format!("=?base64?{}?=", base64(v.as_bytes())) }
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for c in bytes.chunks(3) {
-        let n = (c[0] as u32) << 16 | (*c.get(1).unwrap_or(&0) as u32) << 8 | *c.get(2).unwrap_or(&0) as u32;
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
+    if safe {
+        v.to_string()
+    } else {
+        format!("=?base64?{}?=", base64::Engine::encode(&base64::engine::general_purpose::STANDARD, v))
     }
-    out
 }
 
 /// A POST of one JSON-RPC message, as every MCP HTTP client sends it.
 pub(crate) fn post(client: &McpClient, url: &Url, body: &Value, headers: &Headers) -> reqwest::RequestBuilder {
     let mut req = client
         .http
-        .post(url.clone())
+        .post(client.request_url(url))
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::ACCEPT, ACCEPT_BOTH)
         .body(serde_json::to_vec(body).expect("a Value always serialises"));
-    if let Some(bearer) = &client.bearer {
-        req = req.bearer_auth(bearer.expose());
-    }
+    req = client.authorize(req);
     for (name, value) in headers {
         req = req.header(*name, value);
     }
@@ -152,7 +138,7 @@ pub(crate) async fn post_request(
         let started = Instant::now();
         let (mut resp, hops) =
             http::send(post(client, url, &body, &headers), url.as_str(), &client.limits, client.endpoint.pin).await?;
-        client.record_hops(hops);
+        client.record_answer(&resp, hops);
         let head = Head::of(&resp);
         reject_non_success(client, &mut resp, &head, method, url).await?;
         let reply = read_reply(client, resp, &head, id, method, url, started).await?;
@@ -237,7 +223,7 @@ pub(crate) async fn post_notification(
     http::within(&client.limits, url.as_str(), "the whole exchange", async {
         let (mut resp, hops) =
             http::send(post(client, url, &body, &headers), url.as_str(), &client.limits, client.endpoint.pin).await?;
-        client.record_hops(hops);
+        client.record_answer(&resp, hops);
         let head = Head::of(&resp);
         reject_non_success(client, &mut resp, &head, method, url).await
     })
@@ -341,10 +327,8 @@ pub(crate) async fn delete_session(client: &McpClient, session: &Session) {
         return;
     }
     let url = &client.endpoint.url;
-    let mut req = client.http.delete(url.clone());
-    if let Some(bearer) = &client.bearer {
-        req = req.bearer_auth(bearer.expose());
-    }
+    let mut req = client.http.delete(client.request_url(url));
+    req = client.authorize(req);
     for (name, value) in session_headers(session) {
         req = req.header(name, value);
     }
@@ -376,8 +360,6 @@ mod tests {
         assert_eq!(encode_header_value("read_tool"), "read_tool");
         assert_eq!(encode_header_value("é"), "=?base64?w6k=?=");
         assert_eq!(encode_header_value(" x"), "=?base64?IHg=?=");
-        assert_eq!(base64(b"abc"), "YWJj");
-        assert_eq!(base64(b"ab"), "YWI=");
     }
 
     #[test]

@@ -98,7 +98,7 @@ impl Server {
     }
 
     fn client(&self, path: &str, transport: Transport, limits: Limits) -> McpClient {
-        let endpoint = Endpoint { url: self.url(path), transport, pin: None };
+        let endpoint = Endpoint::new(self.url(path), transport);
         McpClient::new(endpoint, None, limits).unwrap()
     }
 
@@ -283,11 +283,7 @@ async fn refused_connection_and_silence_are_not_ready() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let endpoint = Endpoint {
-        url: format!("http://{addr}/mcp").parse().unwrap(),
-        transport: Transport::StreamableHttp,
-        pin: None,
-    };
+    let endpoint = Endpoint::new(format!("http://{addr}/mcp").parse().unwrap(), Transport::StreamableHttp);
     let err = McpClient::new(endpoint, None, fast_limits()).unwrap().connect().await.unwrap_err();
     assert!(matches!(err, McpError::Connect { .. }), "{err}");
     assert!(err.is_not_ready());
@@ -480,7 +476,12 @@ async fn unauthorized_on_both_paths_is_an_http_error_with_evidence() {
 async fn the_bearer_is_sent_and_the_pin_replaces_dns() {
     let server = Server::start(|_| json_reply("401 Unauthorized", json!({"error": "unauthenticated"}))).await;
     let url: url::Url = format!("http://provider.invalid:{}/mcp", server.addr.port()).parse().unwrap();
-    let endpoint = Endpoint { url, transport: Transport::StreamableHttp, pin: Some("127.0.0.1:0".parse().unwrap()) };
+    let endpoint = Endpoint {
+        url,
+        transport: Transport::StreamableHttp,
+        pin: Some("127.0.0.1:0".parse().unwrap()),
+        fallbacks: vec![],
+    };
     let secret = crate::secret::Redactor::new().register("tok", "s3cr3t-value".into());
     let client = McpClient::new(endpoint, Some(secret), fast_limits()).unwrap();
     let answer = client.exchange(&Ask::new(EntryPoint::ToolsList).modern(), &names(&["add"])).await.unwrap();
@@ -710,8 +711,7 @@ fn entry_points_display_their_wire_names() {
 fn client_and_its_futures_can_cross_threads() {
     fn send_sync<T: Send + Sync>(_: &T) {}
     fn send<T: Send>(_: &T) {}
-    let endpoint =
-        Endpoint { url: "http://127.0.0.1:9/mcp".parse().unwrap(), transport: Transport::StreamableHttp, pin: None };
+    let endpoint = Endpoint::new("http://127.0.0.1:9/mcp".parse().unwrap(), Transport::StreamableHttp);
     let client = McpClient::new(endpoint, None, Limits::default()).unwrap();
     send_sync(&client);
     send(&client.connect());
@@ -740,4 +740,23 @@ async fn raw_sse_get_stops_at_a_legacy_endpoint_event() {
     assert!(started.elapsed() < Duration::from_secs(2), "the endpoint event settles it");
     assert!(answer.body.excerpt.contains("event: endpoint"));
     assert!(answer.body.endpoint_event);
+}
+
+/// A pinned endpoint falls back to its next address when the first refuses, as a client's
+/// connect loop does over its libc's answers (a replica listening on one family only).
+#[tokio::test]
+async fn a_refused_address_falls_back_to_the_next() {
+    let server = Server::start(stateless_server).await;
+    let port = server.addr.port();
+    let named = url::Url::parse(&format!("http://provider.test:{port}/mcp")).unwrap();
+    // 127.0.0.2 is loopback too, but nothing listens there on this port.
+    let refused: SocketAddr = format!("127.0.0.2:{port}").parse().unwrap();
+    let endpoint = Endpoint::new(named, Transport::StreamableHttp).pinned_in_order(&[refused, server.addr]);
+    assert_eq!(endpoint.addresses(), vec![refused, server.addr]);
+    let client = McpClient::new(endpoint.clone(), None, fast_limits()).unwrap();
+    let session = client.connect().await.unwrap();
+    assert_eq!(session.era, Era::Stateless2026);
+    // Without the fallback, the same endpoint cannot connect at all.
+    let alone = McpClient::new(endpoint.pinned_in_order(&[refused]), None, fast_limits()).unwrap();
+    assert!(matches!(alone.connect().await, Err(McpError::Connect { .. })));
 }

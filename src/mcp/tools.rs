@@ -150,6 +150,12 @@ pub(crate) fn parse_tool_result(raw: Value) -> Result<ToolResult, McpError> {
     })
 }
 
+/// The tools of a `tools` array as a client application stored it (Flowise keeps what
+/// it discovered), read like a `tools/list` page.
+pub fn parse_tools(tools: &Value) -> Result<Vec<Tool>, McpError> {
+    Ok(Page::from_result(serde_json::json!({ "tools": tools }))?.tools)
+}
+
 /// Hex SHA-256 of the served tool schemas, independent of server key order.
 ///
 /// Hashes [`canonical_json`] of the object `{ <name>: { "description": <description or

@@ -26,6 +26,7 @@ use nix::sched::{CloneFlags, setns};
 pub mod listening;
 pub mod pool;
 pub mod procfs;
+mod sockdiag;
 
 pub use pool::{NsPool, NsView, Place};
 

@@ -56,11 +56,29 @@ pub struct NsView {
     pub files: ResolverFiles,
     resolver: std::cell::OnceCell<Result<ClientResolver, DnsError>>,
     wildcard: OnceCell<WildcardSet>,
+    /// The namespace's own addresses and its libc's address policy, read once.
+    order: std::cell::OnceCell<(Vec<(std::net::IpAddr, u8)>, crate::dns::Policy)>,
+    /// Recent answers by name (see [`NsView::resolve`]).
+    answers: std::cell::RefCell<HashMap<String, AnswerSlot>>,
 }
+
+/// How old a shared answer may be: less than a retry interval, so a check retried
+/// because a name did not resolve yet asks the resolver again.
+pub const ANSWER_MAX_AGE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The last answer for one name and when its lookup began; locked while one is in flight.
+type AnswerSlot = Rc<tokio::sync::Mutex<Option<(std::time::Instant, Result<NameAnswer, DnsError>)>>>;
 
 impl NsView {
     fn new(place: Place, files: ResolverFiles) -> Self {
-        Self { place, files, resolver: std::cell::OnceCell::new(), wildcard: OnceCell::new() }
+        Self {
+            place,
+            files,
+            resolver: std::cell::OnceCell::new(),
+            wildcard: OnceCell::new(),
+            order: std::cell::OnceCell::new(),
+            answers: std::cell::RefCell::new(HashMap::new()),
+        }
     }
 
     pub fn label(&self) -> String {
@@ -77,26 +95,73 @@ impl NsView {
     }
 
     /// The wildcard set W, learned once per namespace and run. An incomplete set (a probe
-    /// timed out) is not kept: the next caller learns again.
-    pub async fn wildcard(&self) -> Result<&WildcardSet, String> {
+    /// timed out) is not kept: the next caller learns again — unless every unknown name
+    /// timed out while one of `known` (names this namespace's resolver must know, e.g.
+    /// its own container's) answers: then unknown names resolve to nothing (an
+    /// `internal: true` network's DNS forwards them nowhere) and W is empty.
+    pub async fn wildcard(&self, known: &[String]) -> Result<&WildcardSet, String> {
         self.wildcard
             .get_or_try_init(|| async {
                 let resolver = self.resolver().map_err(|e| e.to_string())?;
-                let set = resolver.learn_wildcard().await;
+                let mut set = resolver.learn_wildcard().await;
                 if set.is_complete() {
-                    Ok(set)
-                } else {
-                    let errors: Vec<String> = set.errors.iter().map(|(n, e)| format!("{n}: {e}")).collect();
-                    Err(format!("could not learn the wildcard set: {}", errors.join("; ")))
+                    return Ok(set);
                 }
+                let errors: Vec<String> = set.errors.iter().map(|(n, e)| format!("{n}: {e}")).collect();
+                if set.all_timed_out() {
+                    for name in known {
+                        if let Ok(addrs) = resolver.lookup(name).await
+                            && !addrs.is_empty()
+                        {
+                            set.unknown_names_time_out = Some(name.clone());
+                            return Ok(set);
+                        }
+                    }
+                }
+                Err(format!("could not learn the wildcard set: {}", errors.join("; ")))
             })
             .await
     }
 
     /// Resolves `name` the way this namespace's libc would: the hosts file first (unless
     /// nsswitch.conf puts DNS before it), then DNS through the search list.
+    ///
+    /// Checks that ask for the same name at about the same time (the route and session
+    /// checks of one pair) share one lookup: concurrent askers wait for the one in
+    /// flight, later ones reuse it for [`ANSWER_MAX_AGE`]. At thousands of pairs the
+    /// engine's embedded DNS answering every check twice was a good part of the run.
     pub async fn resolve(&self, name: &str) -> Result<NameAnswer, DnsError> {
-        crate::dns::resolve_like_libc(self.resolver()?, &self.files.hosts, self.files.nsswitch.as_deref(), name).await
+        let asked = std::time::Instant::now();
+        let slot = self.answers.borrow_mut().entry(name.to_string()).or_default().clone();
+        let mut slot = slot.lock().await;
+        if let Some((looked_at, answer)) = slot.as_ref()
+            && asked.saturating_duration_since(*looked_at) < ANSWER_MAX_AGE
+        {
+            return answer.clone();
+        }
+        let looked_at = std::time::Instant::now();
+        let answer = self.resolve_now(name).await;
+        *slot = Some((looked_at, answer.clone()));
+        answer
+    }
+
+    async fn resolve_now(&self, name: &str) -> Result<NameAnswer, DnsError> {
+        let mut answer =
+            crate::dns::resolve_like_libc(self.resolver()?, &self.files.hosts, self.files.nsswitch.as_deref(), name)
+                .await?;
+        answer.addrs = self.in_libc_order(&answer.addrs);
+        Ok(answer)
+    }
+
+    /// `addrs` in the order this namespace's libc would hand them out (RFC 6724 with its
+    /// gai.conf, from the namespace's own addresses): what a client connects to first,
+    /// then what its connect loop falls back to.
+    pub fn in_libc_order(&self, addrs: &[std::net::IpAddr]) -> Vec<std::net::IpAddr> {
+        let (sources, policy) = self.order.get_or_init(|| {
+            let sources = super::interfaces().unwrap_or_default().into_iter().map(|i| (i.addr, i.prefix)).collect();
+            (sources, crate::dns::Policy::new(self.files.libc, self.files.gai_conf.as_deref()))
+        });
+        crate::dns::sort_like_libc(addrs, sources, policy)
     }
 }
 
@@ -204,6 +269,7 @@ fn enter(place: &Place) -> Result<(Option<OwnedFd>, ResolverFiles), NetnsError> 
         return Ok((None, files));
     };
     let pid = *pid;
+    crate::cost::NAMESPACES_ENTERED.add(1);
     let gone = || NetnsError::Gone { label: label.clone() };
     if pid == 0 {
         return Err(gone());

@@ -1,5 +1,5 @@
 //! What a container's own kernel view says, read through `/proc/<pid>` from the host:
-//! its listening sockets (`net/tcp`, `net/tcp6` show the network namespace of `pid`),
+//! its listening sockets (by sock_diag in the namespace of `pid`, or `net/tcp`, `net/tcp6`),
 //! its default gateways (`net/route`), and its resolver files inside its root.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -18,11 +18,6 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// Bound to every address (`0.0.0.0` or `::`).
-    pub fn is_wildcard(&self) -> bool {
-        self.addr.ip().is_unspecified()
-    }
-
     /// Bound to loopback only: nothing outside the namespace can reach it.
     pub fn is_loopback(&self) -> bool {
         self.addr.ip().is_loopback()
@@ -49,11 +44,11 @@ impl std::fmt::Display for Listener {
 }
 
 fn read_proc(path: &str) -> Result<String, ReadError> {
+    crate::cost::PROC_READS.add(1);
     // procfs files report size 0; the regular-file rule and the cap still hold.
     fsutil::read_regular_text(std::path::Path::new(path), PROC_NET_CAP)
 }
 
-/// Every TCP listener in the network namespace of `pid`, IPv4 and IPv6, sorted.
 /// How long process `pid` has run: its start time in `/proc/<pid>/stat` (clock ticks
 /// since boot) against `/proc/uptime`. None when it is gone or unreadable.
 pub fn process_age(pid: u32) -> Option<std::time::Duration> {
@@ -74,7 +69,18 @@ pub fn age_from(stat: &str, uptime: &str, ticks_per_second: u64) -> Option<std::
     Some(std::time::Duration::from_secs_f64((up - started).max(0.0)))
 }
 
+/// Every TCP listener in the network namespace of `pid`, IPv4 and IPv6, sorted: by a
+/// sock_diag dump (see [`super::sockdiag`] for why), or from `/proc/<pid>/net/tcp*` where
+/// cordon may not make a socket in that namespace.
 pub fn listeners(pid: u32) -> Result<Vec<Listener>, ReadError> {
+    match super::sockdiag::listeners(pid) {
+        Ok(found) => Ok(found),
+        Err(_) => listeners_from_proc_text(pid),
+    }
+}
+
+/// The same from `/proc/<pid>/net/tcp` and `tcp6`.
+pub fn listeners_from_proc_text(pid: u32) -> Result<Vec<Listener>, ReadError> {
     let mut out = parse_tcp_table(&read_proc(&format!("/proc/{pid}/net/tcp"))?);
     // A kernel without IPv6 has no tcp6 table: that is not an error.
     if let Ok(text) = read_proc(&format!("/proc/{pid}/net/tcp6")) {
@@ -120,6 +126,29 @@ fn parse_proc_ip(hex: &str) -> Option<IpAddr> {
     }
 }
 
+/// IPv6 addresses still in duplicate address detection (`IFA_F_TENTATIVE`) in the
+/// network namespace of `pid`, with their interface. A tentative address neither sends
+/// nor answers neighbour discovery: right after a network is created its bridge's
+/// gateway address is tentative for a second or two, and every IPv6 connect routed
+/// through it fails as if the path were closed.
+pub fn tentative_ipv6(pid: u32) -> Result<Vec<(Ipv6Addr, String)>, ReadError> {
+    Ok(parse_if_inet6_tentative(&read_proc(&format!("/proc/{pid}/net/if_inet6"))?))
+}
+
+/// `if_inet6` rows are `address ifindex prefixlen scope flags name`, all hex but the name.
+pub fn parse_if_inet6_tentative(text: &str) -> Vec<(Ipv6Addr, String)> {
+    const IFA_F_TENTATIVE: u32 = 0x40;
+    text.lines()
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let (addr, flags, name) = (cols.first()?, cols.get(4)?, cols.get(5)?);
+            let flags = u32::from_str_radix(flags, 16).ok()?;
+            let addr = Ipv6Addr::from(u128::from_str_radix(addr, 16).ok()?);
+            (flags & IFA_F_TENTATIVE != 0).then(|| (addr, name.to_string()))
+        })
+        .collect()
+}
+
 /// The IPv4 gateways of the default routes in the network namespace of `pid`.
 pub fn default_gateways(pid: u32) -> Result<Vec<IpAddr>, ReadError> {
     Ok(parse_route_table(&read_proc(&format!("/proc/{pid}/net/route"))?))
@@ -150,6 +179,10 @@ pub struct ResolverFiles {
     pub hosts: String,
     /// `None` when there is no `/etc/nsswitch.conf` (musl and static images).
     pub nsswitch: Option<String>,
+    /// `/etc/gai.conf` (glibc's address order), when there is one.
+    pub gai_conf: Option<String>,
+    /// Which libc the container's root carries: it decides the address order.
+    pub libc: crate::dns::Libc,
 }
 
 pub fn resolver_files(pid: u32) -> Result<ResolverFiles, ReadError> {
@@ -158,15 +191,33 @@ pub fn resolver_files(pid: u32) -> Result<ResolverFiles, ReadError> {
         Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     };
+    let exists = |path: &str| fsutil::exists_in_root(pid, path);
     Ok(ResolverFiles {
         resolv_conf: optional("etc/resolv.conf")?.unwrap_or_default(),
         hosts: optional("etc/hosts")?.unwrap_or_default(),
         nsswitch: optional("etc/nsswitch.conf")?,
+        gai_conf: optional("etc/gai.conf")?,
+        libc: crate::dns::libc_of(exists),
     })
 }
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn tentative_ipv6_addresses_are_the_ones_with_the_dad_flag() {
+        // As read on the host right after `docker-compose up` of a dual-stack network.
+        let text = "\
+00000000000000000000000000000001 01 80 10 80       lo
+fdcd0010022600010000000000000001 4898 40 00 c0 br-155a221d3fb1
+fdcd0010022600060000000000000001 489c 40 00 80 br-fffdcd314229
+fdcd0010022600060000000000000003 48b9 40 00 82     eth0
+";
+        assert_eq!(
+            super::parse_if_inet6_tentative(text),
+            vec![("fdcd:10:226:1::1".parse().unwrap(), "br-155a221d3fb1".to_string())]
+        );
+    }
 
     #[test]
     fn a_process_age_counts_fields_after_the_name() {

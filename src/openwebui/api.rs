@@ -22,7 +22,7 @@ const DETAIL_CHARS: usize = 300;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ApiError {
     /// No HTTP answer: connection refused or reset, or a timeout. Open WebUI is starting.
-    #[error("{method} {path}: no answer from Open WebUI: {detail}")]
+    #[error("{method} {path}: no answer: {detail}")]
     Unreachable { method: String, path: String, detail: String },
     /// An answer with an unexpected status.
     #[error("{method} {path} answered {status}: {detail}")]
@@ -39,13 +39,6 @@ impl ApiError {
             ApiError::Unreachable { .. } => true,
             ApiError::Status { status, .. } => matches!(status, 502..=504),
             ApiError::Unreadable { .. } => false,
-        }
-    }
-
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            ApiError::Status { status, .. } => Some(*status),
-            _ => None,
         }
     }
 }

@@ -1,13 +1,13 @@
 //! Users, groups and config changes cordon makes in Open WebUI for one check, undone on
 //! every path: at the end of the check, when the check's future is dropped (a spawned
 //! undo on the namespace's own runtime), and on Ctrl-C (a handler that undoes what is
-//! still pending, then exits 130).
+//! still pending, then ends the run with 130).
 //!
 //! Every name starts with [`PREFIX`] and this run's tag, so a leftover of a killed run is
 //! recognisable as cordon's and as this run's.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -43,6 +43,18 @@ pub struct Pending {
     pub connections: Option<Value>,
     /// Users made by a login (OIDC), known by email before their id exists.
     pub emails: Vec<String>,
+    /// Test users made at the identity provider (by email), for the OIDC case.
+    pub idp_users: Vec<String>,
+}
+
+impl Pending {
+    pub fn is_empty(&self) -> bool {
+        self.users.is_empty()
+            && self.groups.is_empty()
+            && self.emails.is_empty()
+            && self.connections.is_none()
+            && self.idp_users.is_empty()
+    }
 }
 
 fn pending() -> &'static Mutex<BTreeMap<u64, Pending>> {
@@ -60,7 +72,6 @@ pub struct Ephemeral {
 
 pub struct User {
     pub id: String,
-    pub email: String,
     /// The session token Open WebUI handed out when it created the user.
     pub token: Token,
     pub label: String,
@@ -98,12 +109,18 @@ impl Ephemeral {
             Some(t) if !t.is_empty() => self.api.token(&label, t),
             _ => self.api.signin(&label, &email, &password).await?,
         };
-        Ok(User { id, email, token, label })
+        Ok(User { id, token, label })
     }
 
     /// A user a login is about to create: deleted by email, whenever it exists.
     pub fn expect_user(&self, email: &str) {
         self.note(|p| p.emails.push(email.to_string()));
+    }
+
+    /// A test user about to be made at the identity provider: the Ctrl-C handler removes
+    /// it there (the check itself does on every other path).
+    pub fn expect_idp_user(&self, email: &str) {
+        self.note(|p| p.idp_users.push(email.to_string()));
     }
 
     /// Leaves everything pending (for a later job in another namespace, e.g. after a
@@ -199,7 +216,7 @@ pub async fn undo(api: &Api, admin: &Token, todo: &Pending) -> Vec<String> {
 
 /// After Ctrl-C nothing new is made: the handler undoes what exists.
 pub fn refuse_if_interrupted(path: &str) -> Result<(), ApiError> {
-    if INTERRUPTED.load(Ordering::SeqCst) { Err(unreadable(path, "interrupted (Ctrl-C)")) } else { Ok(()) }
+    if crate::interrupt::interrupted() { Err(unreadable(path, "interrupted (Ctrl-C)")) } else { Ok(()) }
 }
 
 fn unreadable(path: &str, detail: &str) -> ApiError {
@@ -209,53 +226,27 @@ fn unreadable(path: &str, detail: &str) -> ApiError {
 /// How the Ctrl-C handler reaches Open WebUI: set once per run by the family.
 pub type Undoer = Arc<dyn Fn(Vec<Pending>) -> futures_util::future::BoxFuture<'static, Vec<String>> + Send + Sync>;
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    if INTERRUPTED.swap(true, Ordering::SeqCst) {
-        // A second Ctrl-C: stop at once.
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(130) };
-    }
-}
-
-/// Installs (once) a Ctrl-C handler that undoes every pending change through `undoer`,
-/// within 90 s, then exits with 130. Call it from the run's tokio runtime.
+/// Registers with the run's Ctrl-C handler (`crate::interrupt`) an undo of every pending
+/// change through `undoer`. Call it from the run's tokio runtime.
 pub fn undo_on_ctrl_c(undoer: Undoer) {
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
-        let action = SigAction::new(SigHandler::Handler(on_sigint), SaFlags::SA_RESTART, SigSet::empty());
-        // SAFETY: the handler only touches an atomic and calls _exit.
-        if unsafe { sigaction(Signal::SIGINT, &action) }.is_err() {
-            return;
-        }
-        tokio::spawn(async move {
-            while !INTERRUPTED.load(Ordering::SeqCst) {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            eprintln!("interrupted: undoing what cordon changed in Open WebUI (Ctrl-C again to stop at once)");
-            // Checks still running may add to the list until they notice: undo in rounds.
-            let undo_all = async {
+    crate::interrupt::on_interrupt(
+        "Open WebUI",
+        Arc::new(move || {
+            let undoer = undoer.clone();
+            Box::pin(async move {
+                // Checks still running may add to the list until they notice: undo in rounds.
                 let mut left = Vec::new();
                 for _ in 0..3 {
                     let todo: Vec<Pending> =
                         std::mem::take(&mut *pending().lock().expect("pending lock")).into_values().collect();
-                    if todo.iter().all(|p| {
-                        p.users.is_empty() && p.groups.is_empty() && p.emails.is_empty() && p.connections.is_none()
-                    }) {
+                    if todo.iter().all(Pending::is_empty) {
                         break;
                     }
                     left = undoer(todo).await;
                     tokio::time::sleep(Duration::from_millis(500)).await;
                 }
                 left
-            };
-            match tokio::time::timeout(Duration::from_secs(90), undo_all).await {
-                Ok(left) => left.iter().for_each(|l| eprintln!("warning: {l}")),
-                Err(_) => eprintln!("warning: undoing took longer than 90 s; leftovers carry the prefix {PREFIX}"),
-            }
-            std::process::exit(130);
-        });
-    });
+            })
+        }),
+    );
 }

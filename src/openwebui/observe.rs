@@ -7,38 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::headers::{AuthorizationFrom, HeaderSeen, KeySeen};
+use super::headers::{custom_headers, sent_authorization, url_credentials};
 use crate::secret::Secret;
-
-/// A connection's key, compared with every credential of the scenario, never kept.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KeySeen {
-    None,
-    /// Equal to this scenario credential (its id).
-    Credential(String),
-    /// A value that is none of the scenario's credentials.
-    Unknown,
-}
-
-impl KeySeen {
-    pub fn of(key: &str, credentials: &BTreeMap<String, Secret>) -> KeySeen {
-        if key.is_empty() {
-            return KeySeen::None;
-        }
-        match credentials.iter().find(|(_, s)| s.expose() == key) {
-            Some((id, _)) => KeySeen::Credential(id.clone()),
-            None => KeySeen::Unknown,
-        }
-    }
-
-    pub fn describe(&self) -> String {
-        match self {
-            KeySeen::None => "no key".into(),
-            KeySeen::Credential(id) => format!("the key of credential `{id}`"),
-            KeySeen::Unknown => "a key that is none of the scenario's credentials".into(),
-        }
-    }
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct GrantSeen {
@@ -54,15 +25,31 @@ pub struct ConnectionSeen {
     pub id: Option<String>,
     pub kind: String,
     pub url: String,
+    /// Appended to the URL for OpenAPI servers; Open WebUI ignores it for MCP ones (its
+    /// admin UI saves `openapi.json` there for every type).
     pub path: String,
+    /// `bearer` when the entry has none (Open WebUI's default).
     pub auth_type: String,
     pub key: KeySeen,
+    /// Custom headers Open WebUI sends as given (values kept only as which credential
+    /// they carry).
+    #[serde(default)]
+    pub headers: Vec<HeaderSeen>,
+    /// Why the entry's `headers` is not sent (it is not a JSON object), if it has one.
+    #[serde(default)]
+    pub headers_ignored: Option<String>,
+    /// Userinfo in the URL (taken out of `url`): sent as `Authorization: Basic`.
+    #[serde(default)]
+    pub url_userinfo: Option<HeaderSeen>,
+    /// Query parameters of the URL that carry a credential (their values are `…` in `url`).
+    #[serde(default)]
+    pub url_query: Vec<HeaderSeen>,
     pub enabled: bool,
     pub grants: Vec<GrantSeen>,
 }
 
 impl ConnectionSeen {
-    /// Reads one entry; the key is compared with `credentials` and dropped.
+    /// Reads one entry; the key and header values are compared with `credentials` and dropped.
     pub fn from_json(v: &Value, credentials: &BTreeMap<String, Secret>) -> ConnectionSeen {
         let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_string();
         let config = v.get("config");
@@ -80,32 +67,58 @@ impl ConnectionSeen {
                     .collect()
             })
             .unwrap_or_default();
+        let (headers, headers_ignored) = custom_headers(v.get("headers"), credentials);
+        let (url, url_userinfo, url_query) = url_credentials(&s(v.get("url")), credentials);
         ConnectionSeen {
             id: v.pointer("/info/id").and_then(Value::as_str).map(str::to_string),
             kind: s(v.get("type")),
-            url: s(v.get("url")),
+            url,
+            url_userinfo,
+            url_query,
             path: s(v.get("path")),
-            auth_type: s(v.get("auth_type")),
+            auth_type: v.get("auth_type").and_then(Value::as_str).unwrap_or("bearer").to_string(),
             key: KeySeen::of(v.get("key").and_then(Value::as_str).unwrap_or_default(), credentials),
+            headers,
+            headers_ignored,
             enabled: config.and_then(|c| c.get("enable")).and_then(Value::as_bool).unwrap_or(false),
             grants,
         }
     }
 
-    /// The server id Open WebUI's tool endpoints use.
-    pub fn server_id(&self) -> Option<String> {
-        self.id.as_ref().map(|id| format!("server:{}:{id}", if self.kind.is_empty() { "mcp" } else { &self.kind }))
+    /// The URL Open WebUI connects to: the URL as is for MCP, with `path` for OpenAPI.
+    pub fn target_url(&self) -> String {
+        let url = self.url.trim_end_matches('/');
+        let path = self.path.trim_matches('/');
+        if self.is_mcp() || path.is_empty() { url.to_string() } else { format!("{url}/{path}") }
+    }
+
+    pub fn is_mcp(&self) -> bool {
+        self.kind == "mcp"
+    }
+
+    /// The Authorization headers Open WebUI sends this server.
+    pub fn sent_authorization(&self) -> Vec<AuthorizationFrom> {
+        sent_authorization(&self.auth_type, &self.key, &self.headers, self.url_userinfo.as_ref())
     }
 
     /// One line for evidence, with grants shown by group name where known.
     pub fn describe(&self, groups: &[GroupSeen]) -> String {
         let grants: Vec<String> = self.grants.iter().map(|g| g.describe(groups)).collect();
+        let path = match (self.is_mcp(), self.path.trim_matches('/')) {
+            (_, "") => String::new(),
+            (true, p) => format!(" (path `{p}`, which Open WebUI ignores for MCP)"),
+            (false, _) => String::new(),
+        };
+        let mut headers: Vec<String> = self.headers.iter().map(HeaderSeen::describe).collect();
+        headers.extend(self.url_userinfo.iter().map(|u| format!("URL {}", u.describe())));
+        headers.extend(self.url_query.iter().map(|q| format!("URL query {}", q.describe())));
+        headers.extend(self.headers_ignored.clone());
+        let headers = if headers.is_empty() { String::new() } else { format!(", headers [{}]", headers.join("; ")) };
         format!(
-            "{} {} at {}{} auth={} with {}, {}, grants [{}]",
+            "{} {} at {}{path} auth={} with {}{headers}, {}, grants [{}]",
             self.kind,
             self.id.as_deref().unwrap_or("<no id>"),
-            self.url,
-            self.path,
+            self.target_url(),
             self.auth_type,
             self.key.describe(),
             if self.enabled { "enabled" } else { "disabled" },
@@ -206,18 +219,4 @@ impl UserView {
         let listed: Vec<&str> = self.listed.iter().map(String::as_str).collect();
         format!("{}: /api/v1/tools/ lists [{}]; /specs {}", self.user, listed.join(", "), specs.join(", "))
     }
-}
-
-/// A chat in which Open WebUI ran a tool call: the assistant's reply as saved.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChatSeen {
-    pub user: String,
-    pub tool: String,
-    /// The assistant message's content (sanitized, cut), when one was saved.
-    pub reply: Option<String>,
-    /// The message was marked done.
-    pub done: bool,
-    pub waited_ms: u64,
-    /// What went wrong on the way (a status, a timeout).
-    pub error: Option<String>,
 }

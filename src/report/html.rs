@@ -7,22 +7,7 @@ use std::fmt::Write as _;
 use crate::matrix::{Cell, Matrix};
 use crate::model::{RunReport, Verdict};
 
-/// Text for HTML element content and attribute values, after the common sanitizing.
-pub fn escape(text: &str) -> String {
-    let clean = crate::text::sanitize(text);
-    let mut out = String::with_capacity(clean.len());
-    for c in clean.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use super::escape::escape;
 
 const CELL: u32 = 96;
 const ROW_HEAD: u32 = 140;
@@ -144,7 +129,13 @@ var v=document.getElementById('verdict').value;document.querySelectorAll('tr.che
 var ok=(f===''||r.dataset.family===f)&&(v===''||r.dataset.verdict===v);r.style.display=ok?'':'none';});}";
 
 /// The whole report as one HTML document.
+#[cfg(test)]
 pub fn render(report: &RunReport) -> String {
+    render_since(report, None)
+}
+
+/// [`render`], with the "since last run" section (`--compare`) above the matrix.
+pub fn render_since(report: &RunReport, since: Option<&crate::compare::Since>) -> String {
     let matrix = Matrix::from_report(report);
     let c = report.counts();
     let mut html = String::new();
@@ -181,6 +172,9 @@ pub fn render(report: &RunReport) -> String {
             "<p class=\"unreachable\">engine instability observed in {} check(s): a connect got through once and never again.</p>",
             unstable.len()
         );
+    }
+    if let Some(since) = since {
+        html.push_str(&super::since::html(since));
     }
     if !matrix.is_empty() {
         html.push_str("<h2>Reach matrix</h2><p class=\"legend\"><span style=\"background:#2e7d32;color:#fff\">working</span><span style=\"background:#ef6c00;color:#fff\">broken</span><span style=\"background:#cfd8dc\">isolated</span><span style=\"background:#c62828;color:#fff\">LEAK</span><span style=\"background:#f5f5f5\">not judged</span></p>");
@@ -242,6 +236,7 @@ mod tests {
             duration: Duration::from_secs(1),
             results: vec![leak],
             filtered_out: 0,
+            cost: Default::default(),
         };
         let html = render(&report);
         assert!(!html.contains("<script>alert"), "{html}");

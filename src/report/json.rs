@@ -7,12 +7,21 @@ use serde_json::Value;
 use crate::model::RunReport;
 use crate::text::sanitize;
 
+#[cfg(test)]
 pub fn render(report: &RunReport) -> String {
+    render_since(report, None)
+}
+
+/// The report, and what changed since earlier runs (`since`, with `--compare`).
+pub fn render_since(report: &RunReport, since: Option<&crate::compare::Since>) -> String {
     let mut value = serde_json::json!({
         "report": report,
         "counts": report.counts(),
         "exit_code": report.exit_code(),
     });
+    if let Some(since) = since {
+        value["since"] = serde_json::to_value(since).expect("the comparison always serializes");
+    }
     sanitize_strings(&mut value);
     serde_json::to_string_pretty(&value).expect("the result model always serializes")
 }

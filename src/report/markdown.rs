@@ -9,12 +9,20 @@
 
 use std::fmt::Write;
 
+use super::escape::longest_backtick_run;
+pub use super::escape::{code_span, text};
 use crate::matrix::Matrix;
 use crate::model::{RunReport, Verdict};
 use crate::text::sanitize;
 
 /// The summary; `html` is the HTML report's name, which the matrix section links.
+#[cfg(test)]
 pub fn render(report: &RunReport, html: &str) -> String {
+    render_since(report, html, None)
+}
+
+/// [`render`], with the "since last run" section (`--compare`) below the counts.
+pub fn render_since(report: &RunReport, html: &str, since: Option<&crate::compare::Since>) -> String {
     let c = report.counts();
     let mut md = String::new();
     let status = match report.exit_code() {
@@ -39,6 +47,9 @@ pub fn render(report: &RunReport, html: &str) -> String {
         "| {} | {} | {} | {} | {} | {} | {} |\n",
         c.passed, c.failed, c.unreachable, c.skipped, c.known_failures, c.stale_baseline, report.filtered_out
     );
+    if let Some(since) = since {
+        md.push_str(&super::since::markdown(since));
+    }
     if !report.instability().is_empty() {
         let _ = writeln!(
             md,
@@ -114,33 +125,6 @@ pub fn render(report: &RunReport, html: &str) -> String {
     md
 }
 
-/// `s` as an inline code span: the fence is one backtick longer than the longest run
-/// inside, and padded with spaces where the content would touch it.
-pub fn code_span(s: &str) -> String {
-    let s = sanitize(s);
-    if s.is_empty() {
-        return "` `".into();
-    }
-    let fence = "`".repeat(longest_backtick_run(&s) + 1);
-    let pad = s.starts_with('`') || s.ends_with('`') || (s.starts_with(' ') && s.ends_with(' '));
-    let space = if pad { " " } else { "" };
-    format!("{fence}{space}{s}{space}{fence}")
-}
-
-/// `s` as plain Markdown text: every character with a meaning (emphasis, code, links,
-/// images, HTML, entities, tables, math, strikethrough) is backslash-escaped.
-pub fn text(s: &str) -> String {
-    let s = sanitize(s);
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '!' | '|' | '~' | '&' | '$' | '#') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Inline Markdown for a table cell: a `|` splits cells even inside a code span
 /// unless escaped.
 fn cell(inline: &str) -> String {
@@ -151,8 +135,4 @@ fn cell(inline: &str) -> String {
 /// the block.
 pub fn fence_for(content: &str) -> String {
     "`".repeat((longest_backtick_run(content) + 1).max(3))
-}
-
-fn longest_backtick_run(s: &str) -> usize {
-    s.split(|c| c != '`').map(str::len).max().unwrap_or(0)
 }

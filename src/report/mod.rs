@@ -3,14 +3,18 @@
 //! every string they take from the report through [`crate::text::sanitize`] and then
 //! their own sink's escaping (XML, JSON, Markdown, the console's line structure).
 pub mod console;
+pub mod escape;
 pub mod html;
+pub mod job_summary;
 pub mod json;
 pub mod junit;
 pub mod live;
 pub mod markdown;
+pub mod since;
 
 use std::path::{Path, PathBuf};
 
+use crate::compare::Since;
 use crate::config::Outputs;
 use crate::model::{CheckResult, RunReport};
 use crate::secret::Redactor;
@@ -66,14 +70,20 @@ pub fn redacted(report: &RunReport, redactor: &Redactor) -> RunReport {
     copy
 }
 
-/// Writes JUnit, JSON, Markdown and the HTML report; returns the paths written.
-pub fn write_all(report: &RunReport, outputs: &Outputs, redactor: &Redactor) -> std::io::Result<Vec<PathBuf>> {
+/// Writes JUnit, JSON, Markdown and the HTML report, each with the "since last run"
+/// section when `--compare` asked for one; returns the paths written.
+pub fn write_all(
+    report: &RunReport,
+    outputs: &Outputs,
+    redactor: &Redactor,
+    since: Option<&Since>,
+) -> std::io::Result<Vec<PathBuf>> {
     let report = &redacted(report, redactor);
     let files = [
         (outputs.junit_path(), junit::render(report)),
-        (outputs.json_path(), json::render(report)),
-        (outputs.markdown_path(), markdown::render(report, &outputs.html)),
-        (outputs.html_path(), html::render(report)),
+        (outputs.json_path(), json::render_since(report, since)),
+        (outputs.markdown_path(), markdown::render_since(report, &outputs.html, since)),
+        (outputs.html_path(), html::render_since(report, since)),
     ];
     let mut written = Vec::new();
     for (path, text) in files {

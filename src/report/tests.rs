@@ -41,6 +41,7 @@ fn report() -> RunReport {
             result("contract::b::tools", Verdict::StaleBaseline, "listed but passes", &[]),
         ],
         filtered_out: 2,
+        cost: Default::default(),
     }
 }
 
@@ -80,7 +81,7 @@ fn every_written_file_is_redacted() {
     r.results[1].evidence.push(r#"echoed a"b\c&d<e>f'g|h-odd-1234"#.into());
     let dir = tempfile::tempdir().unwrap();
     let outputs = crate::config::Outputs { dir: dir.path().to_path_buf(), ..Default::default() };
-    let written = write_all(&r, &outputs, &redactor).unwrap();
+    let written = write_all(&r, &outputs, &redactor, None).unwrap();
     assert_eq!(written.len(), 4, "junit, json, markdown, html");
     for path in written {
         let text = std::fs::read_to_string(&path).unwrap();

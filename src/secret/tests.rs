@@ -241,3 +241,42 @@ proptest! {
         prop_assert_eq!(r.redact(&text), text);
     }
 }
+
+#[test]
+fn a_marker_is_never_masked_again() {
+    let r = Redactor::new();
+    r.register("other-app-token", "other-app-Zq7XkP2mRw9sLt4V".into());
+    r.declare_public("other-app");
+    let once = r.redact("bearer other-app-Zq7XkP2mRw9sLt4V refused");
+    assert_eq!(once, "bearer other-app«redacted:other-app-token» refused");
+    assert_eq!(r.redact(&once), once, "a second pass changes nothing");
+    // Even with no public name declared, the label inside a marker stays as it is.
+    let r = Redactor::new();
+    r.register("other-app-token", "other-app-token-Zq7XkP2mRw9s".into());
+    let once = r.redact("x other-app-token-Zq7XkP2mRw9s y");
+    assert_eq!(once, "x «redacted:other-app-token» y");
+    assert_eq!(r.redact(&once), once);
+    assert!(!r.redact(&once).contains("«redacted:«"), "{once}");
+}
+
+#[test]
+fn names_the_scenario_declares_are_never_masked() {
+    let r = Redactor::new();
+    r.register("gitea-token", "gitea-mcp-Zq7XkP2mRw9sLt4V".into());
+    for name in ["gitea-mcp", "roles/gitea-mcp/mcp"] {
+        r.declare_public(name);
+    }
+    for public in ["contract::gitea-mcp::tools", "group roles/gitea-mcp/mcp", "sidecar::gitea-mcp::egress"] {
+        assert_eq!(r.redact(public), public);
+    }
+    // The secret itself is still masked, but for the public name it begins with; a piece
+    // of it bordering on that name is masked however short.
+    assert_eq!(r.redact("k=gitea-mcp-Zq7XkP2mRw9sLt4V"), "k=gitea-mcp«redacted:gitea-token»");
+    r.register("odd-token", "ab-gitea-mcp-Yq7XkP2mRw9sLt4V".into());
+    assert_eq!(r.redact("k=ab-gitea-mcp-Yq7X"), "k=«redacted:odd-token»gitea-mcp«redacted:odd-token»");
+    // A "name" holding a whole secret would unmask it: it is not taken.
+    let r = Redactor::new();
+    r.register("t", "Zq7XkP2mRw9sLt4V".into());
+    r.declare_public("svc-Zq7XkP2mRw9sLt4V");
+    assert_eq!(r.redact("svc-Zq7XkP2mRw9sLt4V"), "svc-«redacted:t»");
+}

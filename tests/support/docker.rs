@@ -21,9 +21,9 @@ use sha2::{Digest, Sha256};
 const BUSYBOX: &str = "/bin/busybox";
 pub const TEST_LABEL: &str = "cordon-test=1";
 
-/// True when a Docker engine answers and busybox is there. Without them a test fails
-/// with what to install: a skipped test would read as a pass.
-pub fn available(test: &str) -> bool {
+/// Fails `test` with what to install unless a Docker engine answers and busybox is
+/// there: a skipped test would read as a pass.
+pub fn require_docker(test: &str) {
     static OK: OnceLock<Result<(), String>> = OnceLock::new();
     let status = OK.get_or_init(|| {
         if !std::path::Path::new(BUSYBOX).exists() {
@@ -35,11 +35,10 @@ pub fn available(test: &str) -> bool {
             Err(e) => Err(format!("docker CLI: {e}")),
         }
     });
-    match status {
-        Ok(()) => true,
-        Err(why) => panic!(
+    if let Err(why) = status {
+        panic!(
             "{test}: needs a running Docker engine and Debian's busybox-static ({why}); .ci/run installs and starts both"
-        ),
+        );
     }
 }
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::stack::{fixture_image, images, random_token, repo};
 
 /// Every secret of the stack, by the variable the stack reads it from.
-pub const SECRETS: [&str; 9] = [
+pub const SECRETS: [&str; 10] = [
     "NATIVE_TOKEN",
     "FILES_TOKEN",
     "WIKI_TOKEN",
@@ -22,6 +22,8 @@ pub const SECRETS: [&str; 9] = [
     "IDP_CONTROL_TOKEN",
     "OWUI_SECRET_KEY",
     "OWUI_ADMIN_PASSWORD",
+    // The Keycloak-shaped identity provider's admin (docker/openwebui/broken/keycloak-shaped).
+    "KC_ADMIN_PASSWORD",
     // Not a secret of the stack, but nothing may print it either.
     "NATIVE_ROTATED_TOKEN",
 ];
@@ -104,27 +106,18 @@ impl OwuiStack {
 
     /// Runs `cordon run` with `suite`; returns exit code, stdout, stderr and the JSON report.
     pub fn cordon(&self, suite: &Path, scenario: &Path, results: &Path) -> (i32, String, String, Value) {
-        let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
-            .args(["run", "--project", &self.project])
-            .arg("--suite")
-            .arg(suite)
-            .arg("--scenario")
-            .arg(scenario)
-            .arg("--results")
-            .arg(results)
-            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .output()
-            .expect("running cordon");
-        let report = std::fs::read_to_string(results.join("report.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or(Value::Null);
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-            report,
-        )
+        let args = [
+            "run".to_string(),
+            "--project".into(),
+            self.project.clone(),
+            "--suite".into(),
+            suite.display().to_string(),
+            "--scenario".into(),
+            scenario.display().to_string(),
+            "--results".into(),
+            results.display().to_string(),
+        ];
+        super::stack::run_cordon(&args, self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())), results)
     }
 
     fn webui_container(&self) -> String {
@@ -228,7 +221,7 @@ impl Drop for OwuiStack {
 }
 
 /// Containers, networks and volumes an earlier (killed) run of this test left behind.
-fn remove_leftovers(prefix: &str) {
+pub fn remove_leftovers(prefix: &str) {
     let listed = Command::new("docker").args(["ps", "-a", "--format", "{{.Names}}"]).output();
     for name in listed.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default().lines() {
         if name.starts_with(prefix) {

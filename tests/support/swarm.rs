@@ -41,6 +41,8 @@ impl Deployed {
             ("MODERN_TOKEN".to_string(), random_token()),
             ("GITEA_TOKEN".to_string(), random_token()),
             ("WIKI_TOKEN".to_string(), random_token()),
+            ("NATIVE_TOKEN_OLD".to_string(), random_token()),
+            ("NATIVE_N8N_TOKEN".to_string(), random_token()),
         ];
         env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let deployed = Deployed { stack: format!("cordon-sw-{name}"), env };
@@ -128,21 +130,21 @@ impl Run {
     }
 }
 
-/// cordon built static (the carrier image is built from it), once per test binary.
+/// cordon built static (the carrier image and cordon's own image are built from it), once
+/// per test binary, by the script the image build uses: where cargo says it put it.
 pub fn static_cordon() -> PathBuf {
     static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
-        let target = "x86_64-unknown-linux-gnu";
-        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--release", "--locked", "--target", target, "--bin", "cordon"])
-            .current_dir(repo())
-            .env("RUSTFLAGS", "-C target-feature=+crt-static")
+        let out = Command::new("bash")
+            .arg(repo().join("docker/build-cordon-image.sh"))
+            .arg("--print-binary")
             .output()
             .map_err(|e| e.to_string())?;
         if !out.status.success() {
             return Err(String::from_utf8_lossy(&out.stderr).into_owned());
         }
-        Ok(repo().join("target").join(target).join("release/cordon"))
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if path.is_empty() { Err("the script printed no path".into()) } else { Ok(PathBuf::from(path)) }
     });
     built.clone().unwrap_or_else(|e| panic!("building the static cordon failed:\n{e}"))
 }

@@ -3,17 +3,23 @@
 //! before it returns (and by the Ctrl-C handler if it never gets there).
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use futures_util::future::BoxFuture;
 
 use super::Signin;
 use super::judge::Desired;
-use super::probes::{Case, Phase, first_granted};
+use super::probes::{Case, EXCLUSIVE, Phase, Site, first_granted, judge_phases, oidc_of, warnings};
 use crate::config::Oidc;
+use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
 use crate::openwebui::api::{Api, ApiError, Token};
 use crate::openwebui::ephemeral::{self, Ephemeral};
 use crate::openwebui::gather::{self, group_ids};
+use crate::openwebui::idp_admin::Admin;
 use crate::openwebui::observe::GroupSeen;
 use crate::openwebui::oidc::{self, Login};
+use crate::runner::{Probe, RunContext};
 use crate::secret::Secret;
 
 pub struct AccessPlan {
@@ -64,8 +70,13 @@ impl AccessPlan {
         }
         .await;
         let mut left = eph.cleanup().await;
-        if let (Case::LastGroupRemovedOidc, Some((o, bearer))) = (self.case, &self.oidc) {
-            let _ = oidc::forget(view, &o.control, bearer, &signin.limits, &ephemeral::email("oidc")).await;
+        if let (Case::LastGroupRemovedOidc, Some((o, secret))) = (self.case, &self.oidc)
+            && let Ok(idp) = oidc::Idp::locate(view, o.admin.url()).await
+        {
+            let admin = Admin { idp: &idp, how: &o.admin, secret, limits: &signin.limits, redactor: &signin.redactor };
+            if let Err(e) = admin.forget(&ephemeral::email("oidc")).await {
+                left.push(format!("could not remove the test user at the identity provider: {e}"));
+            }
         }
         let mut seen = outcome?;
         seen.left.append(&mut left);
@@ -135,20 +146,37 @@ impl AccessPlan {
 
     async fn oidc_case(&self, w: &mut Work<'_>, view: &NsView, signin: &Signin) -> Result<(), ApiError> {
         let Some((provider, group)) = first_granted(&self.desired) else { return w.nothing_granted() };
-        let Some((o, bearer)) = &self.oidc else { return Ok(()) };
+        let Some((o, secret)) = &self.oidc else { return Ok(()) };
         let email = ephemeral::email("oidc");
+        let idp = match oidc::Idp::locate(view, o.admin.url()).await {
+            Ok(idp) => idp,
+            Err(e) => {
+                w.seen.problem = Some(format!("cannot find the identity provider of {}: {e}", o.admin.url()));
+                return Ok(());
+            }
+        };
+        w.seen.notes.push(format!(
+            "identity provider {} resolves from Open WebUI to [{}]",
+            o.admin.url(),
+            idp.addrs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        ));
+        let admin = Admin { idp: &idp, how: &o.admin, secret, limits: &signin.limits, redactor: &signin.redactor };
         w.eph.expect_user(&email);
-        let login = Login { view, api: w.api, login_path: &o.login_path, idp: &o.control, limits: &signin.limits };
+        w.eph.expect_idp_user(&email);
+        let login = Login { view, api: w.api, login_path: &o.login_path, idp: &idp, limits: &signin.limits };
         let steps = [
             (vec![group.clone()], "", false),
             (vec![], "after the identity provider emptied the groups claim and the user logged in again: ", true),
         ];
         for (claim, when, exact) in steps {
-            if let Err(e) = oidc::set_claim(view, &o.control, bearer, &signin.limits, &email, &claim).await {
-                w.seen.problem = Some(format!("cannot set the groups claim: {e}"));
-                return Ok(());
-            }
-            let (token, hops) = login.login(&format!("oidc {email}"), &email).await;
+            let password = match admin.set_groups(&email, &claim).await {
+                Ok(p) => p,
+                Err(e) => {
+                    w.seen.problem = Some(format!("cannot set the test user's groups at the identity provider: {e}"));
+                    return Ok(());
+                }
+            };
+            let (token, hops) = login.login(&format!("oidc {email}"), &email, password.as_ref()).await;
             w.seen.notes.push(format!("OIDC login with groups claim {claim:?}: {}", hops.join(", ")));
             let token = match token {
                 Ok(t) => t,
@@ -197,5 +225,40 @@ impl Work<'_> {
         let view = gather::user_view(self.api, token, label, &self.ids).await?;
         self.seen.phases.push(Phase { when: when.to_string(), view, expected: expected.into_iter().collect(), exact });
         Ok(())
+    }
+}
+
+pub struct Access {
+    pub site: Site,
+    pub desired: Desired,
+    pub case: Case,
+}
+
+impl Probe for Access {
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let _shared = EXCLUSIVE.read().await;
+            let webui = self.site.webui(ctx);
+            let wrong_app: Vec<String> = webui
+                .groups
+                .iter()
+                .filter(|(p, _)| self.desired.forbidden.contains_key(*p))
+                .map(|(_, g)| g.clone())
+                .collect();
+            let plan =
+                AccessPlan { case: self.case, desired: self.desired.clone(), wrong_app, oidc: oidc_of(ctx, webui) };
+            let job = move |view: Rc<NsView>, signin: Signin| async move { plan.observe(&view, &signin).await };
+            let seen = match self.site.run(ctx, "observing group access", job).await {
+                Ok(s) => s,
+                Err(attempt) => return attempt,
+            };
+            let mut evidence: Vec<String> = seen.notes.clone();
+            evidence.extend(seen.phases.iter().map(|p| format!("{}{}", p.when, p.view.evidence())));
+            evidence.extend(warnings(seen.left.clone()));
+            if let Some(problem) = &seen.problem {
+                return Attempt::failed(vec![Finding::new(FindingKind::CannotBeJudged, problem.clone())], evidence);
+            }
+            Attempt::from_findings(judge_phases(&seen.phases), evidence)
+        })
     }
 }

@@ -1,13 +1,14 @@
 //! Pure judges of the `openwebui` family: observations in, findings out. No I/O; the
-//! tests feed them tables of observations.
+//! tests feed them tables of observations. The declared state ([`Desired`]) is here; the
+//! connections' judgement is in `connections`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Expectation, Scenario};
+use crate::config::Scenario;
 use crate::model::{Finding, FindingKind};
-use crate::openwebui::observe::{AdminView, ChatSeen, ConnectionSeen, KeySeen, SpecsSeen, UserView};
+use crate::openwebui::observe::{SpecsSeen, UserView};
 
 /// One connection the scenario wants Open WebUI to hold.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +68,13 @@ impl Desired {
         desired
     }
 
+    /// The providers whose connections the scenario declares (their ids are the
+    /// connections' ids).
+    pub fn managed(&self) -> Vec<String> {
+        self.connections.iter().map(|c| c.provider.clone()).collect()
+    }
+
+    #[cfg(test)]
     pub fn group_of(&self, provider: &str) -> Option<&str> {
         self.connections.iter().find(|c| c.provider == provider).map(|c| c.group.as_str())
     }
@@ -74,127 +82,6 @@ impl Desired {
 
 fn normalize(url: &str) -> String {
     url.trim_end_matches('/').to_string()
-}
-
-pub(crate) fn full_url(c: &ConnectionSeen) -> String {
-    let path = c.path.trim_matches('/');
-    if path.is_empty() { normalize(&c.url) } else { format!("{}/{path}", normalize(&c.url)) }
-}
-
-/// `openwebui::connections`: the admin view equals the declared state.
-pub fn judge_connections(view: &AdminView, desired: &Desired) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    let drift = |msg: String| Finding::new(FindingKind::ConnectionDrift, msg);
-    for want in &desired.connections {
-        let held: Vec<&ConnectionSeen> =
-            view.connections.iter().filter(|c| c.id.as_deref() == Some(want.provider.as_str())).collect();
-        match held.as_slice() {
-            [] => findings.push(
-                drift(format!("no connection for provider `{}` (declared at {})", want.provider, want.url))
-                    .fact("provider", &want.provider),
-            ),
-            [one] => findings.extend(judge_one(one, want, view, desired)),
-            many => findings.push(
-                drift(format!("{} connections carry the id `{}`: exactly one is declared", many.len(), want.provider))
-                    .fact("provider", &want.provider),
-            ),
-        }
-    }
-    let managed: BTreeSet<&str> = desired.connections.iter().map(|w| w.provider.as_str()).collect();
-    for (index, c) in
-        view.connections.iter().enumerate().filter(|(_, c)| !c.id.as_deref().is_some_and(|id| managed.contains(id)))
-    {
-        let id = c.id.as_deref().unwrap_or("<no id>");
-        if let Some(why) = c.id.as_ref().and_then(|id| desired.forbidden.get(id)) {
-            findings.push(
-                drift(format!("a connection `{id}` exists for provider `{id}`, which {why}: none may"))
-                    .fact("provider", id),
-            );
-            continue;
-        }
-        let url = full_url(c);
-        let by_url = desired
-            .provider_urls
-            .iter()
-            .find(|(_, u)| **u == url || normalize(&c.url) == **u)
-            .map(|(provider, _)| (provider.clone(), format!("at {url}")));
-        // Another spelling of the same place (an alias, an address, a trailing dot) is
-        // told by where the name leads, not by the text.
-        let by_address = || {
-            view.destinations.get(&index).into_iter().flatten().find_map(|d| {
-                let provider = desired.provider_services.get(d.service.as_deref()?)?;
-                let how = format!(
-                    "at {url}, which resolves from Open WebUI to {} (`{}` on `{}`)",
-                    d.addr, d.container, d.network
-                );
-                Some((provider.clone(), how))
-            })
-        };
-        if let Some((provider, how)) = by_url.or_else(by_address) {
-            findings.push(
-                Finding::new(
-                    FindingKind::UnmanagedConnection,
-                    format!("unmanaged connection `{id}` reaches provider `{provider}` {how}"),
-                )
-                .fact("provider", &provider)
-                .fact("connection", id),
-            );
-        }
-    }
-    findings
-}
-
-fn judge_one(c: &ConnectionSeen, want: &WantedConnection, view: &AdminView, desired: &Desired) -> Vec<Finding> {
-    let p = &want.provider;
-    let mut problems = Vec::new();
-    if c.kind != "mcp" {
-        problems.push(format!("type `{}` instead of mcp", c.kind));
-    }
-    if full_url(c) != want.url {
-        problems.push(format!("URL {} instead of {}", full_url(c), want.url));
-    }
-    if c.auth_type != "bearer" {
-        problems.push(format!("auth_type `{}` instead of bearer", c.auth_type));
-    }
-    match (&c.key, &want.credential) {
-        (KeySeen::Credential(held), Some(declared)) if held == declared => {}
-        (KeySeen::Credential(held), _) => {
-            let owner = desired.credential_owners.get(held).cloned().unwrap_or_else(|| "someone else".into());
-            problems
-                .push(format!("it holds the key of credential `{held}` ({owner}), not the one declared for this pair"));
-        }
-        (other, Some(declared)) => {
-            problems.push(format!("it holds {} instead of credential `{declared}`", other.describe()))
-        }
-        (other, None) => problems
-            .push(format!("it holds {}, and the scenario gives the client no credential for it", other.describe())),
-    }
-    if !c.enabled {
-        problems.push("it is disabled".into());
-    }
-    let named: Vec<&str> = view.groups.iter().filter(|g| g.name == want.group).map(|g| g.id.as_str()).collect();
-    match named.as_slice() {
-        [] => problems.push(format!("group `{}` does not exist in Open WebUI", want.group)),
-        [id] => {
-            let exact = c.grants.len() == 1
-                && c.grants[0].principal_type == "group"
-                && c.grants[0].principal_id == *id
-                && c.grants[0].permission == "read";
-            if !exact {
-                let grants: Vec<String> = c.grants.iter().map(|g| g.describe(&view.groups)).collect();
-                problems.push(format!(
-                    "it is granted to [{}] instead of exactly group `{}` (read)",
-                    grants.join(", "),
-                    want.group
-                ));
-            }
-        }
-        many => problems.push(format!("{} groups are named `{}`: the grant is ambiguous", many.len(), want.group)),
-    }
-    problems
-        .into_iter()
-        .map(|m| Finding::new(FindingKind::ConnectionDrift, format!("connection `{p}`: {m}")).fact("provider", p))
-        .collect()
 }
 
 /// `openwebui::reach::<provider>`: Open WebUI's own MCP client lists exactly the allowlist.
@@ -256,7 +143,8 @@ pub fn judge_view(view: &UserView, expected: &BTreeSet<String>, when: &str) -> V
             };
             findings.push(
                 Finding::new(FindingKind::AccessDrift, format!("{when}{}: `{id}` is not usable ({how})", view.user))
-                    .fact("server", id),
+                    .fact("server", id)
+                    .fact("access", "missing"),
             );
         }
     }
@@ -272,79 +160,9 @@ pub fn judge_view(view: &UserView, expected: &BTreeSet<String>, when: &str) -> V
                 FindingKind::AccessDrift,
                 format!("{when}{}: `{id}` is usable ({how}) though no group of the user grants it", view.user),
             )
-            .fact("server", id),
+            .fact("server", id)
+            .fact("access", "kept"),
         );
     }
     findings
-}
-
-/// `openwebui::tool_call::<provider>`: the model got the tool's result back and it meets
-/// the read's expectation.
-pub fn judge_tool_call(provider: &str, seen: &ChatSeen, expect: &Expectation) -> Vec<Finding> {
-    let fail = |msg: String| vec![Finding::new(FindingKind::ToolCallFailed, msg).fact("provider", provider)];
-    let Some(reply) = &seen.reply else {
-        let why = seen.error.clone().unwrap_or_else(|| "no reply was saved".into());
-        return fail(format!("no reply to a chat asking for `{}` after {} ms: {why}", seen.tool, seen.waited_ms));
-    };
-    if reply.contains("was not offered") {
-        return fail(format!("Open WebUI did not offer `{}` to the model: {reply}", seen.tool));
-    }
-    let Some(result) = reply.split_once(TOOL_RESULT).map(|(_, r)| r.trim()) else {
-        return fail(format!("the model never got the result of `{}` back: its reply was {reply:?}", seen.tool));
-    };
-    let met = match expect {
-        Expectation::TextContains(text) => result.contains(text.as_str()),
-        Expectation::JsonSubset(subset) => json_values_in(result).iter().any(|v| contains_subset(v, subset)),
-    };
-    if met {
-        vec![]
-    } else {
-        fail(format!("the result of `{}` that came back does not meet the read's expectation: {result:?}", seen.tool))
-    }
-}
-
-/// What the scripted model prefixes the echoed tool result with.
-pub const TOOL_RESULT: &str = "cordon-model: tool result:";
-
-/// Every JSON value in `text`: the whole, each line, and any embedded `{...}` object
-/// (Open WebUI may wrap a tool's output).
-fn json_values_in(text: &str) -> Vec<serde_json::Value> {
-    let mut out = Vec::new();
-    let mut push = |s: &str| {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(s.trim()) {
-            if let Some(inner) = v.as_str().and_then(|s| serde_json::from_str(s).ok()) {
-                out.push(inner);
-            }
-            if let Some(items) = v.as_array() {
-                for item in items {
-                    if let Some(inner) =
-                        item.get("text").and_then(|t| t.as_str()).and_then(|t| serde_json::from_str(t).ok())
-                    {
-                        out.push(inner);
-                    }
-                }
-            }
-            out.push(v);
-        }
-    };
-    push(text);
-    for line in text.lines() {
-        push(line);
-    }
-    if let (Some(a), Some(b)) = (text.find('{'), text.rfind('}'))
-        && a < b
-    {
-        push(&text[a..=b]);
-    }
-    out
-}
-
-fn contains_subset(value: &serde_json::Value, subset: &serde_json::Value) -> bool {
-    use serde_json::Value;
-    match (value, subset) {
-        (Value::Object(v), Value::Object(s)) => {
-            s.iter().all(|(k, sv)| v.get(k).is_some_and(|vv| contains_subset(vv, sv)))
-        }
-        (v, s) => v == s,
-    }
 }

@@ -12,27 +12,30 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::RwLock;
 
-use super::judge::{Desired, full_url, judge_connections, judge_reach, judge_tool_call, judge_view};
-use super::{Signin, restart};
+use super::Signin;
+use super::connections::judge_connections;
+use super::judge::{Desired, judge_reach, judge_view};
 
 use crate::checks::client_target;
-use crate::config::{OpenWebui, ReadSpec};
+use crate::config::{IdpAdmin, KeycloakGrant, Oidc, OpenWebui};
 use crate::deployment::Deployment;
 use crate::engine::Target;
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
-use crate::openwebui::api::{Api, ApiError, wait_ready};
-use crate::openwebui::ephemeral::{self, Ephemeral, Pending, Undoer};
-use crate::openwebui::gather::{self, ToolCallAsk, group_ids};
-use crate::openwebui::observe::{AdminView, ChatSeen, Destination, UserView};
+use crate::openwebui::api::{Api, ApiError, Token, wait_ready};
+use crate::openwebui::ephemeral::{self, Pending, Undoer};
+use crate::openwebui::gather;
+use crate::openwebui::idp_admin::Admin;
+use crate::openwebui::observe::{AdminView, Destination, UserView};
+use crate::openwebui::oidc::Idp;
 use crate::runner::{Probe, RunContext};
+use crate::secret::Secret;
 use crate::topology::Topology;
 
 /// Held for reading by every check of the family while it runs, for writing by the
 /// restart: the restart never overlaps another Open WebUI check.
 pub(super) static EXCLUSIVE: LazyLock<RwLock<()>> = LazyLock::new(|| RwLock::new(()));
 
-const CHAT_BUDGET: Duration = Duration::from_secs(60);
 /// How long Ctrl-C waits for Open WebUI to answer (it may be restarting) to undo.
 const UNDO_BUDGET: Duration = Duration::from_secs(75);
 
@@ -80,9 +83,10 @@ impl Site {
         let scenario = ctx.scenario.clone();
         let client = self.client.clone();
         let signin = self.signin(ctx);
+        let oidc = oidc_of(ctx, self.webui(ctx));
         let undoer: Undoer = Arc::new(move |todo: Vec<Pending>| {
-            let (deployment, scenario, client, signin) =
-                (deployment.clone(), scenario.clone(), client.clone(), signin.clone());
+            let (deployment, scenario, client, signin, oidc) =
+                (deployment.clone(), scenario.clone(), client.clone(), signin.clone(), oidc.clone());
             Box::pin(async move {
                 // Ctrl-C may land mid-restart: wait for the container that answers now.
                 let started = std::time::Instant::now();
@@ -90,8 +94,8 @@ impl Site {
                 while started.elapsed() < UNDO_BUDGET {
                     deployment.refresh().await;
                     if let Ok(target) = client_target(&deployment.topology(), &scenario, &client) {
-                        let (todo, signin) = (todo.clone(), signin.clone());
-                        let job = move |_view: Rc<NsView>| async move {
+                        let (todo, signin, oidc) = (todo.clone(), signin.clone(), oidc.clone());
+                        let job = move |view: Rc<NsView>| async move {
                             let api =
                                 Api::new(&signin.url, &signin.limits, &signin.redactor).map_err(|e| e.to_string())?;
                             wait_ready(&api, UNDO_BUDGET).await?;
@@ -99,6 +103,10 @@ impl Site {
                             let mut left = Vec::new();
                             for p in &todo {
                                 left.extend(ephemeral::undo(&api, &admin, p).await);
+                            }
+                            let idp_users: Vec<&String> = todo.iter().flat_map(|p| &p.idp_users).collect();
+                            if let (false, Some((o, secret))) = (idp_users.is_empty(), &oidc) {
+                                left.extend(forget_at_idp(&view, o, secret, &signin, &idp_users).await);
                             }
                             Ok::<_, String>(left)
                         };
@@ -117,12 +125,44 @@ impl Site {
     }
 }
 
+/// The identity provider's admin side and its secret (control bearer, Keycloak admin
+/// password or client secret), if the block names one.
+pub(super) fn oidc_of(ctx: &RunContext, webui: &OpenWebui) -> Option<(Oidc, Secret)> {
+    webui.oidc.clone().map(|o| {
+        let secret = match &o.admin {
+            IdpAdmin::Control { credential, .. } => credential,
+            IdpAdmin::Keycloak(k) => match &k.grant {
+                KeycloakGrant::Password { password, .. } => password,
+                KeycloakGrant::ClientCredentials { secret } => secret,
+            },
+        };
+        let secret = ctx.scenario.secret(secret).clone();
+        (o, secret)
+    })
+}
+
 pub fn api_attempt(what: &str, e: &ApiError) -> Attempt {
     let reason = format!("{what}: {e}");
     if e.is_not_ready() { Attempt::not_ready(reason, vec![]) } else { Attempt::fail(reason, vec![]) }
 }
 
-fn warnings(left: Vec<String>) -> Vec<String> {
+/// Removes test users at the identity provider; returns what could not be removed.
+async fn forget_at_idp(view: &NsView, o: &Oidc, secret: &Secret, signin: &Signin, emails: &[&String]) -> Vec<String> {
+    let idp = match Idp::locate(view, o.admin.url()).await {
+        Ok(idp) => idp,
+        Err(e) => return vec![format!("could not reach the identity provider to remove its test users: {e}")],
+    };
+    let admin = Admin { idp: &idp, how: &o.admin, secret, limits: &signin.limits, redactor: &signin.redactor };
+    let mut left = Vec::new();
+    for email in emails {
+        if let Err(e) = admin.forget(email).await {
+            left.push(format!("could not remove test user {email} at the identity provider: {e}"));
+        }
+    }
+    left
+}
+
+pub(super) fn warnings(left: Vec<String>) -> Vec<String> {
     left.into_iter().map(|l| format!("warning: {l}")).collect()
 }
 
@@ -135,32 +175,62 @@ impl Probe for Connections {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
             let _shared = EXCLUSIVE.read().await;
-            let managed: Vec<String> = self.desired.connections.iter().map(|c| c.provider.clone()).collect();
+            let managed = self.desired.managed();
             let job = |ns: Rc<NsView>, signin: Signin| async move {
                 let (api, admin) = signin.open().await?;
-                let view = gather::admin_view(&api, &admin, &signin.credentials).await?;
-                let resolved = resolve_unmanaged(&ns, &view, &managed).await;
-                Ok((view, resolved))
+                observe_connections(&ns, &api, &admin, &signin, &managed).await
             };
-            let (mut view, resolved) = match self.site.run(ctx, "reading the admin view", job).await {
-                Ok(v) => v,
+            let view = match self.site.run(ctx, "reading the admin view", job).await {
+                Ok(seen) => seen.placed(ctx),
                 Err(attempt) => return attempt,
             };
-            if let Some(deployment) = &ctx.deployment {
-                view.destinations = owned_destinations(&deployment.topology(), resolved);
-            }
-            let managed: Vec<&str> = self.desired.connections.iter().map(|c| c.provider.as_str()).collect();
+            let managed = self.desired.managed();
             let evidence = view
                 .connections
                 .iter()
                 .map(|c| {
-                    let managed = c.id.as_deref().is_some_and(|id| managed.contains(&id));
+                    let managed = c.id.as_ref().is_some_and(|id| managed.contains(id));
                     format!("{}: {}", if managed { "connection" } else { "unmanaged" }, c.describe(&view.groups))
                 })
                 .collect::<Vec<_>>();
             let evidence = if evidence.is_empty() { vec!["connection: none".to_string()] } else { evidence };
             Attempt::from_findings(judge_connections(&view, &self.desired), evidence)
         })
+    }
+}
+
+/// The admin view and where each unmanaged connection's host leads from Open WebUI's own
+/// namespace: what `openwebui::connections` judges, and `restart_convergence` after the
+/// restart (one observation, one judgement).
+pub(super) struct ConnectionsSeen {
+    view: AdminView,
+    resolved: Vec<(usize, Vec<SocketAddr>)>,
+}
+
+pub(super) async fn observe_connections(
+    ns: &NsView,
+    api: &Api,
+    admin: &Token,
+    signin: &Signin,
+    managed: &[String],
+) -> Result<ConnectionsSeen, ApiError> {
+    let view = gather::admin_view(api, admin, &signin.credentials).await?;
+    let resolved = resolve_unmanaged(ns, &view, managed).await;
+    Ok(ConnectionsSeen { view, resolved })
+}
+
+impl ConnectionsSeen {
+    pub(super) fn view(&self) -> &AdminView {
+        &self.view
+    }
+
+    /// Names the containers behind the resolved addresses (the engine's view).
+    pub(super) fn placed(self, ctx: &RunContext) -> AdminView {
+        let mut view = self.view;
+        if let Some(deployment) = &ctx.deployment {
+            view.destinations = owned_destinations(&deployment.topology(), self.resolved);
+        }
+        view
     }
 }
 
@@ -173,7 +243,7 @@ async fn resolve_unmanaged(ns: &NsView, view: &AdminView, managed: &[String]) ->
         if c.id.as_ref().is_some_and(|id| managed.contains(id)) {
             continue;
         }
-        let Ok(url) = reqwest::Url::parse(&full_url(c)) else { continue };
+        let Ok(url) = reqwest::Url::parse(&c.target_url()) else { continue };
         let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else { continue };
         if let Ok(answer) = ns.resolve(host.trim_end_matches('.')).await {
             out.push((index, answer.addrs.into_iter().map(|ip| SocketAddr::new(ip, port)).collect()));
@@ -237,65 +307,6 @@ impl Probe for Reach {
     }
 }
 
-pub struct ToolCall {
-    pub site: Site,
-    pub provider: String,
-    pub group: String,
-    pub model: String,
-    pub read: ReadSpec,
-}
-
-impl Probe for ToolCall {
-    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
-            let _shared = EXCLUSIVE.read().await;
-            let (provider, group, model) = (self.provider.clone(), self.group.clone(), self.model.clone());
-            let (tool, arguments) = (format!("{}_{}", self.provider, self.read.tool), self.read.arguments.clone());
-            let job = move |_: Rc<NsView>, signin: Signin| async move {
-                let (api, admin) = signin.open().await?;
-                let eph = Ephemeral::new(&api, &admin);
-                let seen = async {
-                    let user = eph.user(&format!("call-{provider}")).await?;
-                    let label = format!("{} in `{group}`", user.label);
-                    match group_ids(&gather::groups(&api, &admin).await?, &group).first() {
-                        Some(gid) => gather::add_member(&api, &admin, gid, &user.id).await?,
-                        None => {
-                            return Ok(ChatSeen {
-                                user: label,
-                                tool: tool.clone(),
-                                reply: None,
-                                done: false,
-                                waited_ms: 0,
-                                error: Some(format!("group `{group}` does not exist in Open WebUI")),
-                            });
-                        }
-                    }
-                    let ask = ToolCallAsk { user: label, model, server: provider, tool: tool.clone(), arguments };
-                    Ok(gather::chat_tool_call(&api, &user.token, &ask, CHAT_BUDGET).await)
-                }
-                .await;
-                let left = eph.cleanup().await;
-                seen.map(|s| (s, left))
-            };
-            let (seen, left) = match self.site.run(ctx, "running a chat with a tool call", job).await {
-                Ok(s) => s,
-                Err(attempt) => return attempt,
-            };
-            let mut evidence = vec![format!(
-                "{} asked {} to call {}: {} after {} ms{}",
-                seen.user,
-                self.model,
-                seen.tool,
-                seen.reply.as_deref().map_or("no reply".to_string(), |r| format!("reply {r:?}")),
-                seen.waited_ms,
-                seen.error.as_deref().map_or(String::new(), |e| format!(" ({e})"))
-            )];
-            evidence.extend(warnings(left));
-            Attempt::from_findings(judge_tool_call(&self.provider, &seen, &self.read.expect), evidence)
-        })
-    }
-}
-
 /// The group-access cases of `openwebui::access::*`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Case {
@@ -341,68 +352,13 @@ pub fn judge_phases(phases: &[Phase]) -> Vec<Finding> {
             for id in p.expected.difference(&visible) {
                 findings.push(
                     Finding::new(FindingKind::AccessDrift, format!("{}{}: `{id}` is not usable", p.when, p.view.user))
-                        .fact("server", id),
+                        .fact("server", id)
+                        .fact("access", "missing"),
                 );
             }
         }
     }
     findings
-}
-
-pub struct Access {
-    pub site: Site,
-    pub desired: Desired,
-    pub case: Case,
-}
-
-impl Probe for Access {
-    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
-            let _shared = EXCLUSIVE.read().await;
-            let webui = self.site.webui(ctx);
-            let wrong_app: Vec<String> = webui
-                .groups
-                .iter()
-                .filter(|(p, _)| self.desired.forbidden.contains_key(*p))
-                .map(|(_, g)| g.clone())
-                .collect();
-            let plan = super::access::AccessPlan {
-                case: self.case,
-                desired: self.desired.clone(),
-                wrong_app,
-                oidc: webui.oidc.clone().map(|o| {
-                    let bearer = ctx.scenario.secret(&o.control_credential).clone();
-                    (o, bearer)
-                }),
-            };
-            let job = move |view: Rc<NsView>, signin: Signin| async move { plan.observe(&view, &signin).await };
-            let seen = match self.site.run(ctx, "observing group access", job).await {
-                Ok(s) => s,
-                Err(attempt) => return attempt,
-            };
-            let mut evidence: Vec<String> = seen.notes.clone();
-            evidence.extend(seen.phases.iter().map(|p| format!("{}{}", p.when, p.view.evidence())));
-            evidence.extend(warnings(seen.left.clone()));
-            if let Some(problem) = &seen.problem {
-                return Attempt::failed(vec![Finding::new(FindingKind::CannotBeJudged, problem.clone())], evidence);
-            }
-            Attempt::from_findings(judge_phases(&seen.phases), evidence)
-        })
-    }
-}
-
-pub struct Restart {
-    pub site: Site,
-    pub desired: Desired,
-}
-
-impl Probe for Restart {
-    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
-            let _alone = EXCLUSIVE.write().await;
-            restart::run(&self.site, &self.desired, ctx).await
-        })
-    }
 }
 
 /// The first declared connection's id, for cases that need one granted server.

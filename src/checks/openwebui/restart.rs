@@ -10,18 +10,20 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::Signin;
-use super::judge::{Desired, judge_connections, judge_view};
-use super::probes::{Site, json_list};
+use super::connections::judge_connections;
+use super::judge::{Desired, judge_view};
+use super::probes::{ConnectionsSeen, EXCLUSIVE, Site, json_list, observe_connections};
 use crate::engine::Engine;
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::openwebui::api::{Api, ApiError, Token, wait_ready};
 use crate::openwebui::ephemeral::{self, Ephemeral};
 use crate::openwebui::gather::{self, group_ids};
 use crate::openwebui::observe::{AdminView, UserView};
-use crate::runner::RunContext;
+use crate::runner::{Probe, RunContext};
 
 /// Seconds the engine gives Open WebUI to stop before it kills it.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -56,9 +58,10 @@ pub fn judge_restart(seen: &RestartSeen, desired: &Desired) -> Vec<Finding> {
             "the drift made through the admin API did not show in the admin view: the restart would prove nothing",
         )];
     }
+    // The same judgement as `openwebui::connections`, on what Open WebUI holds now.
     let mut findings: Vec<Finding> = judge_connections(&seen.after, desired)
         .into_iter()
-        .map(|f| drift(format!("after the restart: {}", f.message)))
+        .map(|f| Finding { facts: f.facts, ..drift(format!("after the restart: {}", f.message)) })
         .collect();
     let (before, after) = (described(&seen.before), described(&seen.after));
     for c in after.difference(&before) {
@@ -187,8 +190,9 @@ pub async fn run(site: &Site, desired: &Desired, ctx: &RunContext) -> Attempt {
     let mut evidence: Vec<String> = before.seen.drift.iter().map(|d| format!("drift: {d}")).collect();
     let restarted = restart_container(site, ctx).await;
     // The cleanup runs in whatever container answers now, restarted or not.
+    let managed = desired.managed();
     let (after, left, waited) =
-        after_restart(site, ctx, key, before.watched, before.ids, described(&before.seen.before)).await;
+        after_restart(site, ctx, key, before.watched, before.ids, described(&before.seen.before), managed).await;
     match &restarted {
         Ok(took) => evidence
             .push(format!("restarted the Open WebUI container through the engine in {:.1}s", took.as_secs_f64())),
@@ -198,7 +202,7 @@ pub async fn run(site: &Site, desired: &Desired, ctx: &RunContext) -> Attempt {
     let (after_view, views_after, ready) = match (restarted, after) {
         (Err(e), _) => return Attempt::not_ready(format!("the engine could not restart Open WebUI: {e}"), evidence),
         (Ok(_), Err(reason)) => return Attempt::not_ready(reason, evidence),
-        (Ok(_), Ok(x)) => x,
+        (Ok(_), Ok((seen, views, ready))) => (seen.placed(ctx), views, ready),
     };
     evidence.push(format!(
         "/ready answered 200 {:.1}s after the restart ({:.1}s waited in all)",
@@ -219,7 +223,7 @@ async fn restart_container(site: &Site, ctx: &RunContext) -> Result<Duration, St
     Ok(started.elapsed())
 }
 
-type After = (AdminView, Vec<(UserView, BTreeSet<String>)>, Duration);
+type After = (ConnectionsSeen, Vec<(UserView, BTreeSet<String>)>, Duration);
 
 /// Waits for the new container and its `/ready`, observes, and undoes what is pending.
 async fn after_restart(
@@ -229,6 +233,7 @@ async fn after_restart(
     watched: Vec<Watched>,
     ids: BTreeSet<String>,
     before: BTreeSet<String>,
+    managed: Vec<String>,
 ) -> (Result<After, String>, Vec<String>, Duration) {
     let started = Instant::now();
     let deadline = ctx.clock.deadline_at();
@@ -242,8 +247,8 @@ async fn after_restart(
             continue;
         }
         let budget = deadline.saturating_duration_since(Instant::now());
-        let (watched, ids, before) = (watched.clone(), ids.clone(), before.clone());
-        let job = move |_view, signin: Signin| async move {
+        let (watched, ids, before, managed) = (watched.clone(), ids.clone(), before.clone(), managed.clone());
+        let job = move |ns: std::rc::Rc<crate::netns::NsView>, signin: Signin| async move {
             let api = Api::new(&signin.url, &signin.limits, &signin.redactor)?;
             let ready = wait_ready(&api, budget).await.map_err(|detail| ApiError::Unreachable {
                 method: "GET".into(),
@@ -253,7 +258,7 @@ async fn after_restart(
             let (api, admin) = signin.open().await?;
             let eph = Ephemeral::resume(&api, &admin, key);
             let observed = async {
-                let after = gather::admin_view(&api, &admin, &signin.credentials).await?;
+                let after = observe_connections(&ns, &api, &admin, &signin, &managed).await?;
                 let mut views = Vec::new();
                 for w in &watched {
                     views.push((gather::user_view(&api, &w.token, &w.label, &ids).await?, w.expected.clone()));
@@ -263,7 +268,7 @@ async fn after_restart(
             .await;
             // A restart that reloaded the declared state undid the drift; one that did not
             // leaves it for the cleanup to put back.
-            if observed.as_ref().is_ok_and(|(after, _)| described(after) == before) {
+            if observed.as_ref().is_ok_and(|(after, _)| described(after.view()) == before) {
                 eph.drift_undone();
             }
             let left = eph.cleanup().await;
@@ -288,4 +293,18 @@ async fn after_restart(
         }
     }
     (Err(format!("Open WebUI did not come back before the suite's deadline: {last}")), vec![], started.elapsed())
+}
+
+pub struct Restart {
+    pub site: Site,
+    pub desired: Desired,
+}
+
+impl Probe for Restart {
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let _alone = EXCLUSIVE.write().await;
+            run(&self.site, &self.desired, ctx).await
+        })
+    }
 }

@@ -8,11 +8,13 @@ use serde_json::json;
 use super::judge::*;
 use super::probes::{Phase, judge_phases};
 use super::restart::{RestartSeen, judge_restart};
+use super::tool_call::{Asked, judge_tool_call, nonce, prompt, with_nonce};
 use crate::config::Expectation;
 use crate::model::FindingKind;
+use crate::openwebui::chat::{CallSeen, ChatSeen};
 use crate::openwebui::observe::*;
 
-fn desired() -> Desired {
+pub(super) fn desired() -> Desired {
     let want = |p: &str| WantedConnection {
         provider: p.into(),
         url: format!("http://{p}:8000/mcp"),
@@ -34,18 +36,18 @@ fn desired() -> Desired {
     }
 }
 
-fn groups() -> Vec<GroupSeen> {
+pub(super) fn groups() -> Vec<GroupSeen> {
     ["files", "native", "wiki"]
         .iter()
         .map(|p| GroupSeen { id: format!("g-{p}"), name: format!("roles/{p}/mcp") })
         .collect()
 }
 
-fn grant(group: &str) -> GrantSeen {
+pub(super) fn grant(group: &str) -> GrantSeen {
     GrantSeen { principal_type: "group".into(), principal_id: group.into(), permission: "read".into() }
 }
 
-fn conn(p: &str) -> ConnectionSeen {
+pub(super) fn conn(p: &str) -> ConnectionSeen {
     ConnectionSeen {
         id: Some(p.into()),
         kind: "mcp".into(),
@@ -53,158 +55,25 @@ fn conn(p: &str) -> ConnectionSeen {
         path: String::new(),
         auth_type: "bearer".into(),
         key: KeySeen::Credential(format!("{p}-token")),
+        headers: vec![],
+        headers_ignored: None,
+        url_userinfo: None,
+        url_query: vec![],
         enabled: true,
         grants: vec![grant(&format!("g-{p}"))],
     }
 }
 
-fn view(connections: Vec<ConnectionSeen>) -> AdminView {
+pub(super) fn view(connections: Vec<ConnectionSeen>) -> AdminView {
     AdminView { connections, groups: groups(), ..Default::default() }
 }
 
-fn good() -> AdminView {
+pub(super) fn good() -> AdminView {
     view(vec![conn("files"), conn("native")])
 }
 
-fn messages(findings: &[crate::model::Finding]) -> String {
+pub(super) fn messages(findings: &[crate::model::Finding]) -> String {
     findings.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join("\n")
-}
-
-#[test]
-fn the_declared_connections_pass_in_any_order() {
-    assert!(judge_connections(&good(), &desired()).is_empty());
-    assert!(judge_connections(&view(vec![conn("native"), conn("files")]), &desired()).is_empty());
-}
-
-#[test]
-fn every_connection_drift_is_named() {
-    type Change = Box<dyn Fn(&mut ConnectionSeen)>;
-    let cases: Vec<(&str, Change, &str)> = vec![
-        ("url", Box::new(|c| c.url = "http://elsewhere:8000/mcp".into()), "URL http://elsewhere:8000/mcp instead of"),
-        ("auth", Box::new(|c| c.auth_type = "none".into()), "auth_type `none` instead of bearer"),
-        ("type", Box::new(|c| c.kind = "openapi".into()), "type `openapi` instead of mcp"),
-        (
-            "foreign key",
-            Box::new(|c| c.key = KeySeen::Credential("files-token".into())),
-            "holds the key of credential `files-token` (the pair webui->files)",
-        ),
-        ("unknown key", Box::new(|c| c.key = KeySeen::Unknown), "none of the scenario's credentials"),
-        ("no key", Box::new(|c| c.key = KeySeen::None), "holds no key instead of credential `native-token`"),
-        ("disabled", Box::new(|c| c.enabled = false), "it is disabled"),
-        ("wrong group", Box::new(|c| c.grants = vec![grant("g-files")]), "granted to [group `roles/files/mcp` (read)]"),
-        (
-            "public",
-            Box::new(|c| {
-                c.grants = vec![GrantSeen {
-                    principal_type: "user".into(),
-                    principal_id: "*".into(),
-                    permission: "read".into(),
-                }]
-            }),
-            "granted to [every user (read)]",
-        ),
-        (
-            "two grants",
-            Box::new(|c| c.grants.push(grant("g-wiki"))),
-            "group `roles/wiki/mcp` (read)] instead of exactly",
-        ),
-        ("no grant", Box::new(|c| c.grants.clear()), "granted to [] instead of exactly group `roles/native/mcp`"),
-        ("unknown group", Box::new(|c| c.grants = vec![grant("g-gone")]), "unknown group g-gone"),
-    ];
-    for (label, change, expected) in cases {
-        let mut native = conn("native");
-        change(&mut native);
-        let findings = judge_connections(&view(vec![conn("files"), native]), &desired());
-        assert_eq!(findings.len(), 1, "{label}: {}", messages(&findings));
-        assert_eq!(findings[0].kind, FindingKind::ConnectionDrift, "{label}");
-        assert!(findings[0].message.contains(expected), "{label}: {}", findings[0].message);
-        assert!(findings[0].message.starts_with("connection `native`:"), "{label}");
-    }
-}
-
-#[test]
-fn missing_duplicate_stale_and_unmanaged_connections() {
-    let missing = judge_connections(&view(vec![conn("files")]), &desired());
-    assert!(messages(&missing).contains("no connection for provider `native`"), "{}", messages(&missing));
-
-    let twice = judge_connections(&view(vec![conn("files"), conn("native"), conn("native")]), &desired());
-    assert!(messages(&twice).contains("2 connections carry the id `native`"));
-
-    let stale = judge_connections(&view(vec![conn("files"), conn("native"), conn("wiki")]), &desired());
-    assert_eq!(stale.len(), 1);
-    assert!(
-        stale[0].message.contains("a connection `wiki` exists for provider `wiki`, which is disabled"),
-        "{}",
-        stale[0].message
-    );
-
-    let mut sneaky = conn("native");
-    sneaky.id = Some("native-copy".into());
-    let unmanaged = judge_connections(&view(vec![conn("files"), conn("native"), sneaky]), &desired());
-    assert_eq!(unmanaged[0].kind, FindingKind::UnmanagedConnection);
-    assert!(unmanaged[0].message.contains("`native-copy` reaches provider `native`"));
-
-    // Elsewhere: listed in the evidence, not a failure.
-    let mut other = conn("native");
-    other.id = Some("search".into());
-    other.url = "http://search.example:9000/mcp".into();
-    let harmless = view(vec![conn("files"), conn("native"), other]);
-    assert!(judge_connections(&harmless, &desired()).is_empty());
-    assert!(harmless.evidence().iter().any(|l| l.contains("search")));
-
-    // Another spelling of the provider's place (an alias, an address): told by where its
-    // name leads from Open WebUI, not by the text.
-    for url in ["http://tools-backend:8000/mcp", "http://10.0.1.5:8000/mcp", "http://native.:8000/mcp"] {
-        let mut alias = conn("native");
-        alias.id = Some("helper".into());
-        alias.url = url.into();
-        let mut v = view(vec![conn("files"), conn("native"), alias]);
-        let to = |service: Option<&str>| Destination {
-            addr: "10.0.1.5:8000".parse().unwrap(),
-            container: "stack_native_1".into(),
-            service: service.map(str::to_string),
-            network: "net-native".into(),
-        };
-        v.destinations = BTreeMap::from([(2, vec![to(Some("native"))])]);
-        let found = judge_connections(&v, &desired());
-        assert_eq!(found.len(), 1, "{url}: {found:?}");
-        assert!(
-            found[0].message.contains("`helper` reaches provider `native`")
-                && found[0]
-                    .message
-                    .contains("resolves from Open WebUI to 10.0.1.5:8000 (`stack_native_1` on `net-native`)"),
-            "{}",
-            found[0].message
-        );
-        // An address no provider's container owns leads nowhere of the scenario's.
-        v.destinations = BTreeMap::from([(2, vec![to(None)])]);
-        assert!(judge_connections(&v, &desired()).is_empty(), "{url}");
-    }
-}
-
-#[test]
-fn a_group_that_is_missing_or_ambiguous_is_drift() {
-    let mut v = good();
-    v.groups.retain(|g| g.name != "roles/native/mcp");
-    assert!(messages(&judge_connections(&v, &desired())).contains("group `roles/native/mcp` does not exist"));
-    let mut v = good();
-    v.groups.push(GroupSeen { id: "g-twin".into(), name: "roles/native/mcp".into() });
-    assert!(messages(&judge_connections(&v, &desired())).contains("2 groups are named `roles/native/mcp`"));
-}
-
-#[test]
-fn a_key_is_compared_never_kept() {
-    let r = crate::secret::Redactor::new();
-    let credentials =
-        BTreeMap::from([("native-token".to_string(), r.register("native-token", "s3cret-native-value".into()))]);
-    let raw = json!({"type": "mcp", "url": "http://native:8000/mcp", "path": "", "auth_type": "bearer",
-        "key": "s3cret-native-value", "config": {"enable": true, "access_grants": []}, "info": {"id": "native"}});
-    let c = ConnectionSeen::from_json(&raw, &credentials);
-    assert_eq!(c.key, KeySeen::Credential("native-token".into()));
-    assert!(!format!("{c:?} {}", c.describe(&[])).contains("s3cret"));
-    let other = ConnectionSeen::from_json(&json!({"key": "something else"}), &credentials);
-    assert_eq!(other.key, KeySeen::Unknown);
-    assert_eq!(ConnectionSeen::from_json(&json!({"key": ""}), &credentials).key, KeySeen::None);
 }
 
 #[test]
@@ -272,44 +141,149 @@ fn before_a_removal_only_the_removed_groups_server_matters() {
     assert!(messages(&judge_phases(&[missing])).contains("`files` is not usable"));
 }
 
-fn chat(reply: Option<&str>, error: Option<&str>) -> ChatSeen {
-    ChatSeen {
-        user: "u".into(),
-        tool: "native_echo".into(),
-        reply: reply.map(str::to_string),
-        done: reply.is_some(),
-        waited_ms: 10,
-        error: error.map(str::to_string),
+fn asked(nonce: Option<&str>, expect: Expectation) -> Asked {
+    Asked { function: "native_echo".into(), tool: "echo".into(), nonce: nonce.map(str::to_string), expect }
+}
+
+fn specs(status: u16, tools: &[&str]) -> SpecsSeen {
+    SpecsSeen {
+        status,
+        tools: (status == 200).then(|| tools.iter().map(|t| t.to_string()).collect()),
+        detail: if status == 200 { String::new() } else { "Unable to load tools".into() },
     }
 }
 
+/// A chat as Open WebUI 0.12.4 records a call of `native_echo` whose result echoes `echoed`.
+fn called(arguments: &str, result: Option<&str>, reply: &str) -> ChatSeen {
+    let mut seen = ChatSeen::new("user u in `roles/native/mcp`", "native_echo");
+    seen.offered = Some(specs(200, &["add", "echo"]));
+    seen.calls =
+        vec![CallSeen { name: "native_echo".into(), arguments: arguments.into(), result: result.map(str::to_string) }];
+    seen.reply = Some(reply.into());
+    seen.done = true;
+    seen
+}
+
 #[test]
-fn a_tool_call_passes_only_when_the_result_came_back_to_the_model() {
+fn a_tool_call_passes_only_on_open_webuis_record_of_the_call_and_its_result() {
+    let n = "cordon-nonce-00aa";
     let text = Expectation::TextContains("cordon-native-read".into());
-    assert!(
-        judge_tool_call("native", &chat(Some("cordon-model: tool result: cordon-native-read"), None), &text).is_empty()
-    );
+    let args = r#"{"text":"cordon-native-read cordon-nonce-00aa"}"#;
+    let echoed = "cordon-native-read cordon-nonce-00aa";
+    assert!(judge_tool_call("native", &called(args, Some(echoed), echoed), &asked(Some(n), text.clone())).is_empty());
+    // A read without a nonce argument: the record and the expectation, also as JSON.
     let json = Expectation::JsonSubset(json!({"status": "ok", "provider": "files"}));
-    let pretty = "cordon-model: tool result: {   \"provider\": \"files\",   \"status\": \"ok\" }";
-    assert!(judge_tool_call("files", &chat(Some(pretty), None), &json).is_empty());
-    let cases = [
+    let status = r#"{   "provider": "files",   "status": "ok" }"#;
+    let mut files = called("{}", Some(status), &format!("```json {status} ```"));
+    files.tool = "files_status".into();
+    files.calls[0].name = "files_status".into();
+    let files_asked =
+        Asked { function: "files_status".into(), tool: "status".into(), nonce: None, expect: json.clone() };
+    files.offered = Some(specs(200, &["status"]));
+    assert!(judge_tool_call("files", &files, &files_asked).is_empty());
+
+    let mut fabricated = called(args, Some(echoed), echoed);
+    fabricated.calls.clear();
+    fabricated.reply = Some(format!(
+        "<details type=\"tool_calls\" name=\"native_echo\" result=\"{echoed}\"></details> cordon-model: tool result: {echoed}"
+    ));
+    let mut other_tool = called(args, Some(echoed), echoed);
+    other_tool.calls[0].name = "native_add".into();
+    let mut not_offered = called(args, None, "");
+    not_offered.offered = Some(specs(502, &[]));
+    let mut no_access = called(args, None, "");
+    no_access.offered = Some(specs(404, &[]));
+    let mut tool_missing = called(args, None, "");
+    tool_missing.offered = Some(specs(200, &["add"]));
+    let mut no_reply = called(args, None, "");
+    no_reply.reply = None;
+    no_reply.error = Some("the reply was not done within 60s".into());
+    let cases: Vec<(&str, ChatSeen, Option<&str>, &str, &str)> = vec![
         (
-            chat(Some("cordon-model: tool native_echo was not offered (offered: [])"), None),
-            "did not offer `native_echo`",
+            "a model that writes the answer itself",
+            fabricated,
+            Some(n),
+            "call",
+            "the model never called `native_echo`: Open WebUI recorded no tool call, so nothing ran at the provider",
         ),
-        (chat(Some("cordon-model: no tool result came back"), None), "never got the result of `native_echo` back"),
-        (chat(Some("cordon-model: tool result: something else"), None), "does not meet the read's expectation"),
-        (chat(None, Some("the reply was not done within 60s")), "no reply to a chat asking for `native_echo`"),
+        ("another tool", other_tool, Some(n), "call", "Open WebUI recorded calls of [native_add] only"),
+        (
+            "the nonce dropped from the arguments",
+            called(r#"{"text":"cordon-native-read"}"#, Some("cordon-native-read"), "cordon-native-read"),
+            Some(n),
+            "arguments",
+            "with other arguments than asked ({\"text\":\"cordon-native-read\"}): the nonce is not in them",
+        ),
+        (
+            "no result recorded",
+            called(args, None, echoed),
+            Some(n),
+            "result",
+            "Open WebUI recorded no result of its call of `native_echo`",
+        ),
+        (
+            "a result not made by this call",
+            called(args, Some("cordon-native-read"), echoed),
+            Some(n),
+            "result",
+            "does not carry the nonce sent in its arguments",
+        ),
+        (
+            "a wrong result",
+            called(r#"{"text":"x"}"#, Some("something else"), "something else"),
+            None,
+            "result",
+            "the result of `native_echo` that Open WebUI recorded does not meet the read's expectation: \"something else\"",
+        ),
+        (
+            "the model never got it back",
+            called(args, Some(echoed), "I did not get the tool's result back."),
+            Some(n),
+            "reply",
+            "the model never got the result of `native_echo` back: its reply was \"I did not get the tool's result back.\"",
+        ),
+        (
+            "not reachable",
+            not_offered,
+            Some(n),
+            "offered",
+            "Open WebUI did not offer `native_echo` to the model: for user u in `roles/native/mcp`, /specs answered 502: Unable to load tools",
+        ),
+        (
+            "no access",
+            no_access,
+            Some(n),
+            "offered",
+            "did not offer `native_echo` to the model: for user u in `roles/native/mcp`, /specs answered 404",
+        ),
+        ("a server without the tool", tool_missing, Some(n), "offered", "its tools are [add]"),
+        ("no reply", no_reply, Some(n), "reply", "no reply to a chat asking for `native_echo`"),
     ];
-    for (seen, expected) in cases {
-        let f = judge_tool_call("native", &seen, &text);
-        assert_eq!(f.len(), 1);
-        assert_eq!(f[0].kind, FindingKind::ToolCallFailed);
-        assert!(f[0].message.contains(expected), "{}", f[0].message);
+    for (label, seen, nonce, step, expected) in cases {
+        let f = judge_tool_call("native", &seen, &asked(nonce, text.clone()));
+        assert_eq!(f.len(), 1, "{label}");
+        assert_eq!(f[0].kind, FindingKind::ToolCallFailed, "{label}");
+        assert_eq!(f[0].facts.get("step").map(String::as_str), Some(step), "{label}: {}", f[0].message);
+        assert!(f[0].message.contains(expected), "{label}: {}", f[0].message);
     }
-    // The tool's output in Open WebUI's own tool block is not the model's reply.
-    let not_echoed = chat(Some("cordon-model: ok"), None);
-    assert!(!judge_tool_call("native", &not_echoed, &text).is_empty());
+    // Without a nonce the reply must meet the expectation itself.
+    let vague = called("{}", Some(status), "done!");
+    let mut vague_files = vague.clone();
+    vague_files.calls[0].name = "files_status".into();
+    vague_files.offered = Some(specs(200, &["status"]));
+    let f = judge_tool_call("files", &vague_files, &files_asked);
+    assert!(f[0].message.contains("the model never got the result of `files_status` back"), "{}", f[0].message);
+}
+
+#[test]
+fn the_nonce_goes_into_the_echoed_argument_and_the_prompt_is_plain_language() {
+    let args = json!({"text": "cordon-native-read", "n": 1});
+    let with = with_nonce(&args, "text", "cordon-nonce-1");
+    assert_eq!(with, json!({"text": "cordon-native-read cordon-nonce-1", "n": 1}));
+    let p = prompt("native_echo", &with);
+    assert!(p.starts_with("Call the tool `native_echo` once, with exactly these arguments: {"), "{p}");
+    assert!(p.contains("cordon-nonce-1") && p.contains("quoted verbatim"), "{p}");
+    assert!(nonce().starts_with("cordon-nonce-") && nonce() != nonce());
 }
 
 fn restart(after: AdminView, views_after: Vec<UserView>) -> RestartSeen {
@@ -343,6 +317,50 @@ fn a_restart_must_bring_back_the_declared_state() {
     let text = messages(&judge_restart(&restart(good(), vec![widened]), &desired()));
     assert!(text.contains("after the restart: user u: `files` is usable"), "{text}");
     assert!(text.contains("sees [files, native] after the restart, [native] before the drift"), "{text}");
+
+    // What `openwebui::connections` fails, the restart fails too, even when the restart
+    // brings it back exactly: an unmanaged connection to a provider's address, a header
+    // that replaces the key.
+    let mut by_ip = conn("native");
+    by_ip.id = Some("helper".into());
+    by_ip.url = "http://10.0.1.50:8000/mcp".into();
+    by_ip.key = KeySeen::None;
+    let mut with_ip = view(vec![conn("files"), conn("native"), by_ip]);
+    let mut seen = restart(with_ip.clone(), vec![same_view.clone()]);
+    seen.before = with_ip.clone();
+    with_ip.destinations = BTreeMap::from([(
+        2,
+        vec![Destination {
+            addr: "10.0.1.50:8000".parse().unwrap(),
+            container: "stack_native_1".into(),
+            service: Some("native".into()),
+            network: "net-native".into(),
+        }],
+    )]);
+    seen.after = with_ip;
+    let findings = judge_restart(&seen, &desired());
+    assert_eq!(findings.len(), 1, "{}", messages(&findings));
+    assert_eq!(findings[0].kind, FindingKind::RestartDrift);
+    assert!(
+        findings[0].message.starts_with("after the restart: unmanaged connection `helper` reaches provider `native` at http://10.0.1.50:8000/mcp, which resolves from Open WebUI to 10.0.1.50:8000"),
+        "{}",
+        findings[0].message
+    );
+    assert_eq!(findings[0].facts.get("addr").map(String::as_str), Some("10.0.1.50:8000"));
+    let mut replaced = conn("native");
+    replaced.headers = vec![HeaderSeen {
+        name: "authorization".into(),
+        scheme: Some("Bearer".into()),
+        value: KeySeen::Credential("files-token".into()),
+    }];
+    let both = view(vec![conn("files"), replaced]);
+    let mut seen = restart(both.clone(), vec![same_view.clone()]);
+    seen.before = both;
+    let text = messages(&judge_restart(&seen, &desired()));
+    assert!(
+        text.contains("after the restart: connection `native`: its custom header `authorization` replaces the key"),
+        "{text}"
+    );
 
     let mut no_drift = restart(good(), vec![same_view]);
     no_drift.drifted = good();

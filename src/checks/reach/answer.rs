@@ -92,7 +92,7 @@ pub fn answer_of(bytes: &[u8]) -> Answer {
 }
 
 /// How each container answers at each port of its doors, asked from its own namespace.
-pub(super) async fn references(
+pub(crate) async fn references(
     deployment: &crate::deployment::Deployment,
     targets: &[Target],
     doors: &[Door],

@@ -2,8 +2,8 @@
 //! correct shape must pass.
 
 use super::*;
-use crate::mcp::BodyFacts;
 use crate::mcp::RpcFacts;
+use crate::mcp::{BodyFacts, SessionSource};
 use rstest::rstest;
 
 fn ex(ask: Ask, status: u16) -> Exchange {
@@ -43,7 +43,12 @@ fn asks() -> Vec<Ask> {
         Ask::new(EntryPoint::ToolsCall).calling("add", json!({})),
         Ask::new(EntryPoint::ToolsCall).calling("add", json!({})).modern(),
         Ask::new(EntryPoint::SseGet),
-        Ask::new(EntryPoint::ToolsList).with_session("s1", "the valid session"),
+        Ask::new(EntryPoint::ToolsList).with_session("s1", SessionSource::Valid),
+        Ask::new(EntryPoint::ToolsList)
+            .with_session("h1", SessionSource::ValidHandshake)
+            .negotiated(Some("2025-06-18")),
+        Ask::new(EntryPoint::SseGet).with_session("h1", SessionSource::ValidHandshake),
+        Ask::new(EntryPoint::Delete).with_session("h1", SessionSource::ValidHandshake),
     ]
 }
 
@@ -62,6 +67,7 @@ fn healthy() -> ReplicaRefusal {
     ReplicaRefusal {
         replica: "native_1 at 10.0.1.5 on net-native".into(),
         valid: Ok(ValidSession {
+            handshake: None,
             era: Era::Stateful { protocol_version: "2025-06-18".into() },
             session_id: true,
             served: vec!["add".into(), "echo".into()],
@@ -143,6 +149,19 @@ fn refused_everywhere_passes() {
     FindingKind::SessionGranted)]
 #[case::jsonrpc_error_where_not_allowed(
     |a: &Ask| a.entry == EntryPoint::Initialize, |a| { let mut e = ex(a, 200); e.body = error_body(); e }, FindingKind::NotRefused)]
+#[case::handshake_session_not_bound(
+    |a: &Ask| a.session_from == Some(SessionSource::ValidHandshake) && a.entry == EntryPoint::ToolsList,
+    |a| served(a, 200), FindingKind::SessionNotBound)]
+#[case::handshake_stream_opened(
+    |a: &Ask| a.session.is_some() && a.entry == EntryPoint::SseGet,
+    |a| { let mut e = ex(a, 200); e.content_type = Some("text/event-stream".into()); e },
+    FindingKind::SessionNotBound)]
+#[case::delete_by_a_stranger(
+    |a: &Ask| a.entry == EntryPoint::Delete, |a| { let mut e = ex(a, 200); e.content_type = None; e },
+    FindingKind::SessionNotBound)]
+#[case::delete_accepted(
+    |a: &Ask| a.entry == EntryPoint::Delete, |a| { let mut e = ex(a, 204); e.content_type = None; e },
+    FindingKind::SessionNotBound)]
 #[case::a_400_where_the_valid_bearer_gets_200(
     |a: &Ask| a.entry == EntryPoint::Initialize, |a| ex(a, 400), FindingKind::NotRefused)]
 fn each_class_of_broken_refusal_fails_for_its_reason(
@@ -157,7 +176,7 @@ fn each_class_of_broken_refusal_fails_for_its_reason(
 #[test]
 fn an_id_a_refusal_handed_out_must_not_serve() {
     let mut o = healthy();
-    let ask = Ask::new(EntryPoint::ToolsList).with_session("r1", "an id a refusal handed out");
+    let ask = Ask::new(EntryPoint::ToolsList).with_session("r1", SessionSource::HandedOut);
     o.probes[0].1.push(Try { ask: ask.clone(), outcome: Ok(served(ask, 200)) });
     assert_eq!(kinds(&judge(&[o], &rule())), vec![FindingKind::RefusalSessionServes]);
 }
@@ -165,14 +184,10 @@ fn an_id_a_refusal_handed_out_must_not_serve() {
 /// A borrowed session that serves the listing is judged as the session class it is,
 /// the disclosure named with it (seen on a server whose session ids ignore the bearer).
 #[rstest]
-#[case::valid_session("the valid session", FindingKind::SessionNotBound, "the session is not bound to its bearer")]
-#[case::handed_out(
-    "an id a refusal handed out",
-    FindingKind::RefusalSessionServes,
-    "the id a refusal handed out serves"
-)]
+#[case::valid_session(SessionSource::Valid, FindingKind::SessionNotBound, "the session is not bound to its bearer")]
+#[case::handed_out(SessionSource::HandedOut, FindingKind::RefusalSessionServes, "the id a refusal handed out serves")]
 fn a_borrowed_session_that_lists_tools_is_its_session_class(
-    #[case] from: &str,
+    #[case] from: SessionSource,
     #[case] kind: FindingKind,
     #[case] says: &str,
 ) {
@@ -281,4 +296,30 @@ fn a_connection_error_is_not_ready_but_garbage_is_not_a_refusal() {
     let mut o = healthy();
     o.probes[0].1[0].outcome = Err(ErrorSeen { text: "answered something that is not HTTP".into(), not_ready: false });
     assert_eq!(kinds(&judge(&[o], &rule())), vec![FindingKind::NotRefused]);
+}
+
+/// Near misses are one edit from the valid credential, never equal to it, and each is a
+/// different value: a prefix, suffix, length or case comparison lets one of them in.
+#[rstest]
+#[case::letters_and_digits("gQ7vN2xK4mW9pL3rT8bYcs")]
+#[case::digits_only("12345678901234")]
+#[case::ends_in_z("abcdefghZ")]
+#[case::punctuation("tok-en_v4lue.~")]
+fn near_misses_are_one_edit_away(#[case] valid: &str) {
+    let misses = near_misses(valid);
+    let hows: Vec<&str> = misses.iter().map(|(h, _)| *h).collect();
+    for (how, value) in &misses {
+        assert_ne!(value, valid, "{how}");
+    }
+    let values: BTreeSet<&String> = misses.iter().map(|(_, v)| v).collect();
+    assert_eq!(values.len(), misses.len(), "{misses:?}");
+    let find = |how: &str| misses.iter().find(|(h, _)| *h == how).map(|(_, v)| v.as_str());
+    assert_eq!(find("suffix appended").unwrap(), format!("{valid}0"));
+    assert_eq!(find("cut by one").unwrap(), &valid[..valid.len() - 1]);
+    let last = find("last character changed").unwrap();
+    assert_eq!(&last[..last.len() - 1], &valid[..valid.len() - 1]);
+    let half = find("first half kept, new tail").unwrap();
+    assert!(half.starts_with(&valid[..valid.len() / 2]) && half.len() == valid.len());
+    // A credential with no letter has no case to swap.
+    assert_eq!(hows.contains(&"case swapped"), valid.chars().any(|c| c.is_ascii_alphabetic()), "{hows:?}");
 }

@@ -1,0 +1,389 @@
+//! `contract::<provider>::arguments`, for providers the scenario marks
+//! `strict_arguments` (the platform's adapters must refuse "an argument the tool's own
+//! schema does not describe"): at every replica, in every era, the read tool called with
+//! one argument its schema does not describe is refused; a tool called with a required
+//! argument missing is refused; a tool that declares no inputs takes none. The read with
+//! its own arguments, in the same session, is the control: a refusal counts only where
+//! the right call is served.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::answers::{CallAnswer, era_words, sessions_in_every_era};
+use super::session::ErrorSeen;
+use super::{contract_vantages, observe_everywhere, wire};
+use crate::config::{ReadSpec, Scenario};
+use crate::mcp::{Endpoint, Limits, McpClient, Session, Tool};
+use crate::model::{Attempt, Finding, FindingKind};
+use crate::netns::NsView;
+use crate::runner::{Check, Probe, RunContext};
+use crate::secret::Secret;
+
+/// The argument no schema declares.
+pub const STRAY_ARGUMENT: &str = "cordon_undeclared_argument";
+/// Tools without inputs called with a stray argument, at most, per session.
+const NO_INPUT_TOOLS: usize = 8;
+
+pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
+    super::for_enabled_providers(scenario, "arguments", |id| ArgumentsCheck { provider: id.to_string() })
+}
+
+struct ArgumentsCheck {
+    provider: String,
+}
+
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ArgumentsPlan {
+    pub endpoints: Vec<(String, Endpoint)>,
+    #[serde(with = "wire::secret")]
+    pub secret: Secret,
+    #[serde(with = "wire::read")]
+    pub read: Option<ReadSpec>,
+    pub allowlist: Vec<String>,
+    /// Tools never called (mutating ones, unless enabled).
+    pub never_call: Vec<String>,
+    pub limits: Limits,
+}
+
+/// One call that must be refused, and its answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ArgumentCase {
+    /// What was sent, in words.
+    pub what: String,
+    pub answer: CallAnswer,
+}
+
+/// One session at one replica.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ArgumentSession {
+    pub replica: String,
+    pub era: Result<String, ErrorSeen>,
+    /// The read with its own arguments.
+    pub control: Option<CallAnswer>,
+    pub cases: Vec<ArgumentCase>,
+    /// What could not be tried, for evidence.
+    pub notes: Vec<String>,
+}
+
+impl ArgumentsPlan {
+    pub async fn observe(self, view: Rc<NsView>) -> Vec<ArgumentSession> {
+        let plan = &self;
+        let seen = super::at_every_replica(&view, &self.endpoints, |r, e| async move { plan.at_replica(&r, &e).await });
+        seen.await.into_iter().flatten().collect()
+    }
+
+    async fn at_replica(&self, replica: &str, endpoint: &Endpoint) -> Vec<ArgumentSession> {
+        let unopened = |e: ErrorSeen| ArgumentSession {
+            replica: replica.to_string(),
+            era: Err(e),
+            control: None,
+            cases: vec![],
+            notes: vec![],
+        };
+        let client = match McpClient::new(endpoint.clone(), Some(self.secret.clone()), self.limits.clone()) {
+            Ok(c) => c,
+            Err(e) => return vec![unopened((&e).into())],
+        };
+        let mut out = Vec::new();
+        for session in sessions_in_every_era(&client).await {
+            match session {
+                Ok(s) => {
+                    out.push(self.in_session(replica, &client, &s).await);
+                    client.close(s).await;
+                }
+                Err(e) => out.push(unopened(e)),
+            }
+        }
+        out
+    }
+
+    async fn in_session(&self, replica: &str, client: &McpClient, session: &Session) -> ArgumentSession {
+        let mut seen = ArgumentSession {
+            replica: replica.to_string(),
+            era: Ok(era_words(&session.era)),
+            control: None,
+            cases: vec![],
+            notes: vec![],
+        };
+        let Some(read) = &self.read else { return seen };
+        let call =
+            |tool: String, args: Value| async move { CallAnswer::of(client.call_tool(session, &tool, args).await) };
+        seen.control = Some(call(read.tool.clone(), read.arguments.clone()).await);
+        let tools = client.list_tools(session).await.unwrap_or_default();
+        let callable: Vec<&Tool> =
+            tools.iter().filter(|t| self.allowlist.contains(&t.name) && !self.never_call.contains(&t.name)).collect();
+        for (what, tool, args) in cases(read, &callable, &mut seen.notes) {
+            let answer = call(tool, args).await;
+            seen.cases.push(ArgumentCase { what, answer });
+        }
+        seen
+    }
+}
+
+/// Pure: the calls to make — (what, tool, arguments).
+pub fn cases(read: &ReadSpec, tools: &[&Tool], notes: &mut Vec<String>) -> Vec<(String, String, Value)> {
+    let mut out = Vec::new();
+    let mut stray = read.arguments.clone();
+    if let Some(map) = stray.as_object_mut() {
+        map.insert(STRAY_ARGUMENT.into(), json!("x"));
+    }
+    out.push((
+        format!("the read tool `{}` with the undeclared argument `{STRAY_ARGUMENT}`", read.tool),
+        read.tool.clone(),
+        stray,
+    ));
+    let read_schema = tools.iter().find(|t| t.name == read.tool).map(|t| schema_of(t));
+    let read_required: Vec<String> = read_schema
+        .as_ref()
+        .map(required)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| read.arguments.get(r).is_some())
+        .collect();
+    if let Some(missing) = read_required.first() {
+        let mut args = read.arguments.clone();
+        if let Some(map) = args.as_object_mut() {
+            map.remove(missing);
+        }
+        out.push((
+            format!("the read tool `{}` without its required argument `{missing}`", read.tool),
+            read.tool.clone(),
+            args,
+        ));
+    } else if let Some((tool, first)) =
+        tools.iter().find_map(|t| required(&schema_of(t)).first().map(|r| (t.name.clone(), r.clone())))
+    {
+        out.push((format!("`{tool}` without its required argument `{first}` (no arguments at all)"), tool, json!({})));
+    } else {
+        notes.push("no served tool declares a required argument: a missing one cannot be tried".into());
+    }
+    let no_inputs: Vec<&str> = tools
+        .iter()
+        .filter(|t| t.name != read.tool && declares_no_inputs(&schema_of(t)))
+        .map(|t| t.name.as_str())
+        .collect();
+    if no_inputs.len() > NO_INPUT_TOOLS {
+        notes.push(format!("{} tools declare no inputs; the first {NO_INPUT_TOOLS} are tried", no_inputs.len()));
+    }
+    for tool in no_inputs.into_iter().take(NO_INPUT_TOOLS) {
+        out.push((
+            format!("`{tool}`, which declares no inputs, with the argument `{STRAY_ARGUMENT}`"),
+            tool.to_string(),
+            json!({ STRAY_ARGUMENT: "x" }),
+        ));
+    }
+    out
+}
+
+fn schema_of(tool: &Tool) -> Value {
+    serde_json::from_str(tool.input_schema.as_str()).unwrap_or(Value::Null)
+}
+
+fn required(schema: &Value) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+fn declares_no_inputs(schema: &Value) -> bool {
+    schema.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty())
+}
+
+impl Probe for ArgumentsCheck {
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
+            if !provider.boundary.strict_arguments {
+                return Attempt::Skip {
+                    reason: format!(
+                        "the scenario does not mark provider `{}` `strict_arguments: true` (the platform's adapters refuse arguments their schema does not describe)",
+                        provider.id
+                    ),
+                };
+            }
+            if provider.read.is_none() {
+                return Attempt::Skip {
+                    reason: format!(
+                        "provider `{}` has no deterministic read (scenario `read:`): cordon needs a call that is served to compare its refusals with",
+                        provider.id
+                    ),
+                };
+            }
+            let vantages = match contract_vantages(ctx, &provider) {
+                Ok(v) => v,
+                Err(attempt) => return attempt,
+            };
+            let never_call = if provider.tools.mutating_enabled { vec![] } else { provider.tools.mutating.clone() };
+            let plan = |endpoints: &[(String, Endpoint)]| ArgumentsPlan {
+                endpoints: endpoints.to_vec(),
+                secret: ctx.scenario.secret(&provider.credential).clone(),
+                read: provider.read.clone(),
+                allowlist: provider.tools.allowlist.clone(),
+                never_call: never_call.clone(),
+                limits: ctx.suite.limits.clone(),
+            };
+            match observe_everywhere(ctx, &vantages, plan).await {
+                Ok((observed, from)) => judge(&observed, vec![format!("probed from {from}")]),
+                Err(attempt) => attempt,
+            }
+        })
+    }
+}
+
+/// Pure: where the right call is served, every call with a stray or a missing argument
+/// is refused.
+pub fn judge(observed: &[ArgumentSession], mut evidence: Vec<String>) -> Attempt {
+    let mut findings = Vec::new();
+    let mut not_ready = Vec::new();
+    for s in observed {
+        let era = match &s.era {
+            Ok(era) => format!("{}, {era}", s.replica),
+            Err(e) if e.not_ready => {
+                not_ready.push(format!("{}: no session: {}", s.replica, e.text));
+                continue;
+            }
+            Err(e) => {
+                findings.push(Finding::new(
+                    FindingKind::CannotBeJudged,
+                    format!("{}: cannot be judged: no session: {}", s.replica, e.text),
+                ));
+                continue;
+            }
+        };
+        evidence.extend(s.notes.iter().map(|n| format!("{era}: {n}")));
+        match &s.control {
+            Some(c) => evidence.push(format!("{era}: the read with its own arguments → {c}")),
+            None => continue,
+        }
+        match s.control.as_ref() {
+            Some(c) if c.not_ready() => {
+                not_ready.push(format!("{era}: the read: {c}"));
+                continue;
+            }
+            Some(c) if c.refused() || matches!(c, CallAnswer::Failed(_)) => {
+                findings.push(
+                    Finding::new(
+                        FindingKind::CannotBeJudged,
+                        format!("{era}: cannot be judged: the read with its own arguments is not served either ({c})"),
+                    )
+                    .fact("replica", &s.replica),
+                );
+                continue;
+            }
+            _ => {}
+        }
+        for case in &s.cases {
+            evidence.push(format!("{era}: {} → {}", case.what, case.answer));
+            if case.answer.refused() {
+                continue;
+            }
+            if case.answer.not_ready() {
+                not_ready.push(format!("{era}: {}: {}", case.what, case.answer));
+                continue;
+            }
+            findings.push(
+                Finding::new(
+                    FindingKind::ArgumentAccepted,
+                    format!("{era}: {} was not refused: it answered {}", case.what, case.answer),
+                )
+                .fact("replica", &s.replica),
+            );
+        }
+    }
+    Attempt::settle(findings, not_ready, evidence)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Expectation;
+
+    fn tool(name: &str, schema: Value) -> Tool {
+        Tool { name: name.into(), description: None, input_schema: schema.into() }
+    }
+
+    fn read(tool: &str, args: Value) -> ReadSpec {
+        ReadSpec { tool: tool.into(), arguments: args, expect: Expectation::TextContains("x".into()) }
+    }
+
+    #[test]
+    fn cases_cover_a_stray_a_missing_and_a_no_input_call() {
+        let add = tool("add", json!({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a", "b"]}));
+        let status = tool("status", json!({"type": "object", "properties": {}}));
+        let mut notes = vec![];
+        let c = cases(&read("add", json!({"a": 2, "b": 3})), &[&add, &status], &mut notes);
+        let whats: Vec<&str> = c.iter().map(|(w, _, _)| w.as_str()).collect();
+        assert_eq!(
+            whats,
+            [
+                "the read tool `add` with the undeclared argument `cordon_undeclared_argument`",
+                "the read tool `add` without its required argument `a`",
+                "`status`, which declares no inputs, with the argument `cordon_undeclared_argument`",
+            ]
+        );
+        assert_eq!(c[0].2, json!({"a": 2, "b": 3, "cordon_undeclared_argument": "x"}));
+        assert_eq!(c[1].2, json!({"b": 3}));
+        // A read without required arguments borrows another tool's; none at all is noted.
+        let get = tool("get_item", json!({"properties": {"id": {}}, "required": ["id"]}));
+        let c = cases(&read("status", json!({})), &[&status, &get], &mut notes);
+        assert_eq!(c[1].0, "`get_item` without its required argument `id` (no arguments at all)");
+        let c = cases(&read("status", json!({})), &[&status], &mut notes);
+        assert_eq!(c.len(), 1);
+        assert!(notes[0].contains("no served tool declares a required argument"));
+    }
+
+    fn session(control: CallAnswer, answers: Vec<CallAnswer>) -> ArgumentSession {
+        ArgumentSession {
+            replica: "gitea-mcp_1".into(),
+            era: Ok("the initialize handshake (2025-06-18)".into()),
+            control: Some(control),
+            cases: answers
+                .into_iter()
+                .map(|answer| ArgumentCase {
+                    what: "the read tool `get_status` with the undeclared argument `x`".into(),
+                    answer,
+                })
+                .collect(),
+            notes: vec![],
+        }
+    }
+
+    fn ok() -> CallAnswer {
+        CallAnswer::Result { is_error: false, text: "{}".into(), structured: true, items: 0 }
+    }
+
+    #[test]
+    fn stray_arguments_must_be_refused_where_the_read_is_served() {
+        let refused = CallAnswer::RpcError { code: -32600, message: "undeclared_argument".into() };
+        assert!(judge(&[session(ok(), vec![refused.clone()])], vec![]).is_pass());
+        let validation =
+            CallAnswer::Result { is_error: true, text: "validation error".into(), structured: false, items: 1 };
+        assert!(judge(&[session(ok(), vec![validation])], vec![]).is_pass());
+        match judge(&[session(ok(), vec![ok()])], vec![]) {
+            Attempt::Fail { findings, .. } => {
+                assert_eq!(findings[0].kind, FindingKind::ArgumentAccepted);
+                assert!(
+                    findings[0].message.contains(
+                        "with the undeclared argument `x` was not refused: it answered a result with isError: false"
+                    ),
+                    "{}",
+                    findings[0].message
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // The read itself refused: nothing can be judged.
+        match judge(&[session(refused.clone(), vec![refused])], vec![]) {
+            Attempt::Fail { findings, .. } => assert_eq!(findings[0].kind, FindingKind::CannotBeJudged),
+            other => panic!("{other:?}"),
+        }
+        let busy = CallAnswer::Http { status: 503, body: "busy".into() };
+        assert!(matches!(judge(&[session(busy, vec![])], vec![]), Attempt::NotReady { .. }));
+    }
+}

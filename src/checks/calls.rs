@@ -1,0 +1,378 @@
+//! `contract::<provider>::call_allowlist`: a policy gateway enforces its allowlist on
+//! `tools/call`, not only on `tools/list`. At every replica, in every era it speaks and
+//! with every credential its clients hold, `tools/call` of every name the provider must
+//! not run is refused and shows no sign of having run.
+//!
+//! The names: mutating tools while mutation is off, `denied_tools`, the upstream
+//! specification's tools outside the allowlist, and every name any listing served
+//! outside the allowlist (another era, another page, another bearer). A name that
+//! cannot exist is called first, as the control: it shows how this provider refuses.
+//!
+//! A hostile gateway can fake a refusal; each way is judged:
+//! - it runs the tool and answers `isError: false` (or a result that is not a
+//!   `CallToolResult`): ran;
+//! - it runs it and reports the upstream's failure as `isError: true`: an error that
+//!   says neither unknown nor forbidden, unlike the control's, may come from a run;
+//! - it answers `isError: true` with `structuredContent`: a tool's output;
+//! - it forwards the call and the upstream fails (5xx) where the control is refused;
+//! - it says "unknown" and runs it anyway: the deterministic read, asked before and
+//!   after the calls, answers differently.
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use super::answers::{CallAnswer, era_words, sessions_in_every_era};
+use super::session::ErrorSeen;
+use super::{contract_vantages, observe_everywhere, wire};
+use crate::config::{Provider, ReadSpec, Scenario};
+use crate::mcp::{Endpoint, Limits, McpClient};
+use crate::model::{Attempt, Finding, FindingKind};
+use crate::netns::NsView;
+use crate::runner::{Check, Probe, RunContext};
+use crate::secret::Secret;
+use crate::text::name_list;
+
+pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
+    super::for_enabled_providers(scenario, "call_allowlist", |id| CallAllowlistCheck { provider: id.to_string() })
+}
+
+struct CallAllowlistCheck {
+    provider: String,
+}
+
+/// A credential to call with, and how evidence names it.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Bearer {
+    pub label: String,
+    #[serde(with = "wire::secret")]
+    pub secret: Secret,
+}
+
+/// The names the scenario says the provider must not run, each with why.
+pub fn denied_names(provider: &Provider) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut add = |name: &str, why: &str| {
+        if !provider.tools.allowlist.iter().any(|a| a == name) && !out.iter().any(|(n, _)| n == name) {
+            out.push((name.to_string(), why.to_string()));
+        }
+    };
+    if !provider.tools.mutating_enabled {
+        provider.tools.mutating.iter().for_each(|m| add(m, "mutating, and mutation is not enabled"));
+    }
+    provider.boundary.denied_tools.iter().for_each(|d| add(d, "in denied_tools"));
+    if let Some(spec) = &provider.boundary.specification {
+        for tool in &spec.tools {
+            add(&tool.name, "in the upstream specification, outside the allowlist");
+        }
+    }
+    out
+}
+
+/// What the vantage point does at each replica.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct CallsPlan {
+    pub endpoints: Vec<(String, Endpoint)>,
+    /// The provider's own credential first, then every other one its clients hold.
+    pub bearers: Vec<Bearer>,
+    pub denied: Vec<String>,
+    pub allowlist: Vec<String>,
+    /// A name that cannot exist: the control.
+    pub unknown: String,
+    #[serde(with = "wire::read")]
+    pub read: Option<ReadSpec>,
+    pub limits: Limits,
+}
+
+/// One session (a replica, an era, a bearer) and every call made in it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SessionCalls {
+    pub replica: String,
+    pub bearer: String,
+    /// The era, in words; `Err` when no session opened.
+    pub era: Result<String, ErrorSeen>,
+    /// Names served outside the allowlist in this session's listing.
+    pub listed_outside: Vec<String>,
+    /// (tool, answer); the control first.
+    pub calls: Vec<(String, CallAnswer)>,
+    /// The deterministic read before and after the calls (the first session only).
+    pub reads: Option<(CallAnswer, CallAnswer)>,
+}
+
+impl CallsPlan {
+    pub async fn observe(self, view: Rc<NsView>) -> Vec<SessionCalls> {
+        let plan = &self;
+        let seen = super::at_every_replica(&view, &self.endpoints, |r, e| async move { plan.at_replica(&r, &e).await });
+        seen.await.into_iter().flatten().collect()
+    }
+
+    async fn at_replica(&self, replica: &str, endpoint: &Endpoint) -> Vec<SessionCalls> {
+        let mut clients = Vec::new();
+        let mut out = Vec::new();
+        // First every listing, so that a name one era or bearer shows is called in all.
+        for bearer in &self.bearers {
+            let client = match McpClient::new(endpoint.clone(), Some(bearer.secret.clone()), self.limits.clone()) {
+                Ok(c) => c,
+                Err(e) => {
+                    out.push(self.unopened(replica, bearer, (&e).into()));
+                    continue;
+                }
+            };
+            let mut sessions = Vec::new();
+            for session in sessions_in_every_era(&client).await {
+                match session {
+                    Ok(s) => {
+                        let listed = client.list_tools(&s).await.unwrap_or_default();
+                        let outside: Vec<String> =
+                            listed.into_iter().map(|t| t.name).filter(|n| !self.allowlist.contains(n)).collect();
+                        sessions.push((s, outside));
+                    }
+                    Err(e) => out.push(self.unopened(replica, bearer, e)),
+                }
+            }
+            clients.push((bearer, client, sessions));
+        }
+        let mut names: Vec<String> = self.denied.clone();
+        for (_, _, sessions) in &clients {
+            for (_, outside) in sessions {
+                names.extend(outside.iter().filter(|n| !names.contains(n)).cloned().collect::<Vec<_>>());
+            }
+        }
+        let mut first = true;
+        for (bearer, client, sessions) in clients {
+            for (session, outside) in sessions {
+                let before = if first { self.read_once(&client, &session).await } else { None };
+                let mut calls = Vec::new();
+                for name in std::iter::once(&self.unknown).chain(&names) {
+                    calls.push((
+                        name.clone(),
+                        CallAnswer::of(client.call_tool(&session, name, serde_json::json!({})).await),
+                    ));
+                }
+                let after = if first { self.read_once(&client, &session).await } else { None };
+                first = false;
+                out.push(SessionCalls {
+                    replica: replica.to_string(),
+                    bearer: bearer.label.clone(),
+                    era: Ok(era_words(&session.era)),
+                    listed_outside: outside,
+                    calls,
+                    reads: before.zip(after),
+                });
+                client.close(session).await;
+            }
+        }
+        out
+    }
+
+    async fn read_once(&self, client: &McpClient, session: &crate::mcp::Session) -> Option<CallAnswer> {
+        let read = self.read.as_ref()?;
+        Some(CallAnswer::of(client.call_tool(session, &read.tool, read.arguments.clone()).await))
+    }
+
+    fn unopened(&self, replica: &str, bearer: &Bearer, e: ErrorSeen) -> SessionCalls {
+        SessionCalls {
+            replica: replica.to_string(),
+            bearer: bearer.label.clone(),
+            era: Err(e),
+            listed_outside: vec![],
+            calls: vec![],
+            reads: None,
+        }
+    }
+}
+
+impl Probe for CallAllowlistCheck {
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
+            let vantages = match contract_vantages(ctx, &provider) {
+                Ok(v) => v,
+                Err(attempt) => return attempt,
+            };
+            let denied = denied_names(&provider);
+            let plan = |endpoints: &[(String, Endpoint)]| CallsPlan {
+                endpoints: endpoints.to_vec(),
+                bearers: bearers_of(ctx, &provider),
+                denied: denied.iter().map(|(n, _)| n.clone()).collect(),
+                allowlist: provider.tools.allowlist.clone(),
+                unknown: unknown_name(),
+                read: provider.read.clone(),
+                limits: ctx.suite.limits.clone(),
+            };
+            match observe_everywhere(ctx, &vantages, plan).await {
+                Ok((observed, from)) => judge(&denied, &observed, vec![format!("probed from {from}")]),
+                Err(attempt) => attempt,
+            }
+        })
+    }
+}
+
+/// The provider's own credential, then every other credential an admitted client holds
+/// for it.
+pub fn bearers_of(ctx: &RunContext, provider: &Provider) -> Vec<Bearer> {
+    let own = ctx.scenario.secret(&provider.credential);
+    let mut out = vec![Bearer { label: format!("the provider's credential ({})", own.label()), secret: own.clone() }];
+    for client in ctx.scenario.clients.iter().filter(|c| provider.allowed_consumers.contains(&c.id)) {
+        let Some(id) = client.credentials.get(&provider.id) else { continue };
+        let secret = ctx.scenario.secret(id);
+        if out.iter().all(|b| b.secret.expose() != secret.expose()) {
+            out.push(Bearer {
+                label: format!("client {}'s credential ({})", client.id, secret.label()),
+                secret: secret.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// A tool name no provider serves: lowercase letters after a fixed prefix.
+pub fn unknown_name() -> String {
+    use rand::RngExt;
+    let mut rng = rand::rng();
+    let tail: String = (0..10).map(|_| (b'a' + rng.random_range(0..26u8)) as char).collect();
+    format!("cordon_no_such_tool_{tail}")
+}
+
+/// Words a refusal of an unknown or forbidden tool uses.
+const REFUSAL_WORDS: [&str; 14] = [
+    "unknown",
+    "not found",
+    "no such",
+    "forbidden",
+    "denied",
+    "not allowed",
+    "not permitted",
+    "disabled",
+    "unauthori",
+    "not available",
+    "invalid tool",
+    "not exposed",
+    "blocked",
+    "not enabled",
+];
+
+/// How one call of a name that must not run counts.
+#[derive(Debug, PartialEq)]
+pub enum Called {
+    Refused,
+    NotReady(String),
+    /// Why it may have run.
+    Ran(String),
+}
+
+/// Pure: is `answer` to a call of `name` a refusal? `control` is the answer to the name
+/// that cannot exist, in the same session.
+pub fn classify(name: &str, answer: &CallAnswer, control: Option<(&str, &CallAnswer)>) -> Called {
+    let control_refused = control.is_some_and(|(_, c)| c.refused());
+    match answer {
+        CallAnswer::RpcError { .. } => Called::Refused,
+        a if a.busy() => Called::NotReady(format!("busy: {a}")),
+        CallAnswer::Http { status, .. } if *status < 500 => Called::Refused,
+        CallAnswer::Http { status, .. } if control_refused => Called::Ran(format!(
+            "answered HTTP {status} where a name that cannot exist is refused: the call went past the policy"
+        )),
+        CallAnswer::Http { status, body } => Called::NotReady(format!("HTTP {status}: {body}")),
+        CallAnswer::Failed(e) if e.not_ready => Called::NotReady(e.text.clone()),
+        CallAnswer::Failed(e) => Called::Ran(format!("answered something that is not a refusal: {}", e.text)),
+        CallAnswer::Result { is_error: false, .. } => Called::Ran(format!("answered {answer}: the tool ran")),
+        CallAnswer::Result { structured: true, .. } => {
+            Called::Ran(format!("answered {answer}: structured output is a tool's output"))
+        }
+        CallAnswer::Result { text, .. } => {
+            let lower = text.to_lowercase();
+            let same_as_control = control.is_some_and(|(unknown, c)| match c {
+                CallAnswer::Result { is_error: true, text: t, .. } => t.replace(unknown, name) == *text,
+                _ => false,
+            });
+            if same_as_control || REFUSAL_WORDS.iter().any(|w| lower.contains(w)) {
+                Called::Refused
+            } else {
+                Called::Ran(format!(
+                    "answered {answer}, an error that says neither unknown nor forbidden (as a name that cannot exist gets): the tool may have run and failed"
+                ))
+            }
+        }
+    }
+}
+
+/// Pure: every name that must not run was refused everywhere, showing no sign of a run.
+pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidence: Vec<String>) -> Attempt {
+    let outside: BTreeSet<&str> = observed.iter().flat_map(|s| s.listed_outside.iter().map(String::as_str)).collect();
+    if denied.is_empty() && outside.is_empty() {
+        return Attempt::Skip {
+            reason: "no tool name this provider must not run: the scenario lists no mutating tool (with mutation off), `denied_tools` or `specification` for it, and no listing served a name outside the allowlist".into(),
+        };
+    }
+    for (name, why) in denied {
+        evidence.push(format!("must not run `{}`: {why}", crate::text::sanitize(name)));
+    }
+    if !outside.is_empty() {
+        evidence
+            .push(format!("served outside the allowlist, so called too: {}", name_list(outside.iter().copied(), 20)));
+    }
+    let mut findings = Vec::new();
+    let mut not_ready = Vec::new();
+    for s in observed {
+        let at = format!("{}, {}", s.replica, s.bearer);
+        let era = match &s.era {
+            Ok(era) => era,
+            Err(e) if e.not_ready => {
+                not_ready.push(format!("{at}: no session: {}", e.text));
+                continue;
+            }
+            Err(e) => {
+                findings.push(
+                    Finding::new(
+                        FindingKind::CannotBeJudged,
+                        format!("{at}: cannot be judged: no session: {}", e.text),
+                    )
+                    .fact("replica", &s.replica),
+                );
+                continue;
+            }
+        };
+        let control = s.calls.first().map(|(n, a)| (n.as_str(), a));
+        for (i, (name, answer)) in s.calls.iter().enumerate() {
+            let shown = crate::text::sanitize(name);
+            evidence.push(format!("{at}, {era}: tools/call {shown} → {answer}"));
+            let verdict = if i == 0 {
+                match answer {
+                    a if a.refused() => Called::Refused,
+                    a if a.not_ready() => Called::NotReady(a.to_string()),
+                    a => Called::Ran(format!("answered {a} to a name that cannot exist: it runs any name")),
+                }
+            } else {
+                classify(name, answer, control)
+            };
+            match verdict {
+                Called::Refused => {}
+                Called::NotReady(why) => not_ready.push(format!("{at}: tools/call {shown}: {why}")),
+                Called::Ran(why) => findings.push(
+                    Finding::new(FindingKind::DeniedToolRan, format!("{at}, {era}: tools/call `{shown}` {why}"))
+                        .fact("replica", &s.replica)
+                        .fact("tool", name),
+                ),
+            }
+        }
+        if let Some((before, after)) = &s.reads {
+            evidence.push(format!("{at}: the read before the calls: {before}; after: {after}"));
+            if before != after && !before.not_ready() && !after.not_ready() {
+                findings.push(
+                    Finding::new(
+                        FindingKind::DeniedToolRan,
+                        format!("{at}, {era}: the deterministic read answered {before} before the denied calls and {after} after them: a call that was refused changed the provider"),
+                    )
+                    .fact("replica", &s.replica),
+                );
+            }
+        }
+    }
+    Attempt::settle(findings, not_ready, evidence)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,140 @@
+//! The call-allowlist judge on tables of answers: every way a gateway can fake a refusal.
+
+use rstest::rstest;
+
+use super::*;
+
+const UNKNOWN: &str = "cordon_no_such_tool_abcdefghij";
+
+fn result(is_error: bool, text: &str, structured: bool) -> CallAnswer {
+    CallAnswer::Result { is_error, text: text.into(), structured, items: 1 }
+}
+
+fn rpc(code: i64, message: &str) -> CallAnswer {
+    CallAnswer::RpcError { code, message: message.into() }
+}
+
+fn sdk_unknown(name: &str) -> CallAnswer {
+    result(true, &format!("Unknown tool: {name}"), false)
+}
+
+fn session(calls: Vec<(&str, CallAnswer)>, reads: Option<(CallAnswer, CallAnswer)>) -> SessionCalls {
+    SessionCalls {
+        replica: "native_1".into(),
+        bearer: "the provider's credential (native-token)".into(),
+        era: Ok("the initialize handshake (2025-06-18)".into()),
+        listed_outside: vec![],
+        calls: calls.into_iter().map(|(n, a)| (n.to_string(), a)).collect(),
+        reads,
+    }
+}
+
+fn denied() -> Vec<(String, String)> {
+    vec![("delete_everything".into(), "in denied_tools".into())]
+}
+
+fn reason(a: &Attempt) -> String {
+    match a {
+        Attempt::Fail { findings, .. } => crate::model::reason_of(findings),
+        other => format!("{other:?}"),
+    }
+}
+
+#[rstest]
+#[case::sdk_unknown(sdk_unknown("delete_everything"), "")]
+#[case::jsonrpc_error(rpc(-32602, "Tool not found"), "")]
+#[case::adapter_403(rpc(-32600, "unknown_tool"), "")]
+#[case::http_403(CallAnswer::Http { status: 403, body: "nope".into() }, "")]
+#[case::forbidden_words(result(true, "tool delete_everything is forbidden by policy", false), "")]
+#[case::ran(
+    result(false, "deleted 3 rows", false),
+    "answered a result with isError: false (deleted 3 rows): the tool ran"
+)]
+#[case::ran_but_said_error(
+    result(true, "upstream answered 500 while deleting", false),
+    "an error that says neither unknown nor forbidden"
+)]
+#[case::error_with_output(result(true, "Unknown tool", true), "structured output is a tool's output")]
+#[case::not_a_call_result(
+    CallAnswer::Failed(ErrorSeen { text: "protocol violation: tools/call result is not an object: \"ok\"".into(), not_ready: false }),
+    "answered something that is not a refusal"
+)]
+#[case::forwarded_upstream(CallAnswer::Http { status: 502, body: "upstream_error".into() }, "went past the policy")]
+#[case::busy(CallAnswer::Http { status: 503, body: "concurrency_limit".into() }, "not ready")]
+#[case::rate_limited(CallAnswer::Http { status: 429, body: "slow down".into() }, "not ready")]
+fn denied_calls_are_judged(#[case] answer: CallAnswer, #[case] fails_with: &str) {
+    let s = session(vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("delete_everything", answer)], None);
+    let a = judge(&denied(), &[s], vec![]);
+    if fails_with.is_empty() {
+        assert!(a.is_pass(), "{a:?}");
+    } else if fails_with == "not ready" {
+        assert!(matches!(a, Attempt::NotReady { .. }), "a busy provider says nothing yet: {a:?}");
+    } else {
+        let r = reason(&a);
+        assert!(r.contains(fails_with) && r.contains("`delete_everything`"), "{r}");
+        assert!(r.starts_with("native_1, the provider's credential (native-token), the initialize handshake"), "{r}");
+    }
+}
+
+#[test]
+fn a_refusal_worded_like_the_control_counts_whatever_its_words() {
+    let odd = |name: &str| result(true, &format!("E42 {name}"), false);
+    let s = session(vec![(UNKNOWN, odd(UNKNOWN)), ("delete_everything", odd("delete_everything"))], None);
+    assert!(judge(&denied(), &[s], vec![]).is_pass());
+}
+
+#[test]
+fn a_provider_that_runs_a_name_that_cannot_exist_fails() {
+    let s =
+        session(vec![(UNKNOWN, result(false, "ok", false)), ("delete_everything", rpc(-32602, "unknown tool"))], None);
+    assert!(reason(&judge(&denied(), &[s], vec![])).contains("to a name that cannot exist: it runs any name"));
+}
+
+#[test]
+fn a_refusal_that_changed_the_read_fails() {
+    let five = result(false, "5", true);
+    let changed = result(false, "0", true);
+    let calls = vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("delete_everything", sdk_unknown("delete_everything"))];
+    assert!(judge(&denied(), &[session(calls.clone(), Some((five.clone(), five.clone())))], vec![]).is_pass());
+    let r = reason(&judge(&denied(), &[session(calls, Some((five, changed)))], vec![]));
+    assert!(r.contains("a call that was refused changed the provider"), "{r}");
+}
+
+#[test]
+fn nothing_to_deny_is_skipped_and_names_served_outside_the_allowlist_are_denied() {
+    let s = session(vec![(UNKNOWN, sdk_unknown(UNKNOWN))], None);
+    assert!(matches!(judge(&[], &[s], vec![]), Attempt::Skip { .. }));
+    let mut s = session(vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("hidden", result(false, "ran", false))], None);
+    s.listed_outside = vec!["hidden".into()];
+    let a = judge(&[], &[s], vec![]);
+    assert!(reason(&a).contains("tools/call `hidden` answered a result with isError: false"), "{a:?}");
+}
+
+#[test]
+fn no_session_waits_or_cannot_be_judged() {
+    let mut s = session(vec![], None);
+    s.era = Err(ErrorSeen { text: "cannot connect".into(), not_ready: true });
+    assert!(matches!(judge(&denied(), &[s.clone()], vec![]), Attempt::NotReady { .. }));
+    s.era = Err(ErrorSeen { text: "405".into(), not_ready: false });
+    assert!(reason(&judge(&denied(), &[s], vec![])).contains("cannot be judged"));
+}
+
+#[test]
+fn the_scenario_names_every_denied_name_once() {
+    let mut p = crate::checks::provider_for_tests("p", &["get"]);
+    p.tools.mutating = vec!["drop".into()];
+    p.boundary.denied_tools = vec!["drop".into(), "wipe".into()];
+    p.boundary.specification = Some(crate::config::Specification {
+        file: "tools.json".into(),
+        tools: ["get", "list", "wipe"]
+            .iter()
+            .map(|n| crate::config::SpecifiedTool { name: n.to_string(), mutating: false })
+            .collect(),
+    });
+    let names: Vec<String> = denied_names(&p).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["drop", "wipe", "list"]);
+    p.tools.mutating_enabled = true;
+    p.boundary.denied_tools.clear();
+    let names: Vec<String> = denied_names(&p).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["get", "list", "wipe"][1..]);
+}

@@ -1,0 +1,333 @@
+//! `credentials::<provider>::retired` and `::revoked`: a credential a rotation retired,
+//! or one a consumer held before the provider stopped admitting it, is dead.
+//!
+//! - Refused everywhere a wrong bearer is: the same observation and judge as
+//!   `contract::<p>::wrong_bearer` ([`super::refusal`]), at every replica and entry
+//!   point, in both eras, with and without a session. A disabled provider's credentials
+//!   are `disabled::<p>`'s to prove.
+//! - Held by nobody: no client container (retired) — or not the removed client (revoked)
+//!   — carries it, in any form, in its environment as the engine shows it (Open WebUI
+//!   with persistent config off reads its connections' keys from there). Compared in
+//!   memory, never printed: findings name the credential and the variable.
+//! - Not the current credential under another name: a "retired" value equal to the live
+//!   one means the rotation changed nothing.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+
+use super::refusal::{self, Presented, RefusalPlan, RefusalRule};
+use super::{contract_vantages, observe_everywhere};
+use crate::config::{Family, Provider, Scenario};
+use crate::model::{Attempt, CheckName, Finding, FindingKind};
+use crate::runner::{Check, Probe, RunContext, named};
+use crate::secret::{Secret, named_forms};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dead {
+    Retired,
+    Revoked,
+}
+
+impl Dead {
+    fn aspect(self) -> &'static str {
+        match self {
+            Dead::Retired => "retired",
+            Dead::Revoked => "revoked",
+        }
+    }
+}
+
+pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
+    let mut checks: Vec<Arc<dyn Check>> = Vec::new();
+    for p in &scenario.providers {
+        for dead in [Dead::Retired, Dead::Revoked] {
+            checks.push(named(
+                CheckName::of_provider(Family::Credentials, &p.id, Some(dead.aspect())),
+                CredentialsCheck { provider: p.id.clone(), dead },
+            ));
+        }
+    }
+    checks
+}
+
+struct CredentialsCheck {
+    provider: String,
+    dead: Dead,
+}
+
+/// One credential that must be dead, and who must not hold it.
+#[derive(Clone, Debug)]
+pub struct DeadCredential {
+    pub credential: String,
+    /// How findings name it.
+    pub label: String,
+    /// The only client that must not hold it (revoked); `None`: no client (retired).
+    pub client: Option<String>,
+}
+
+/// Pure: the credentials a check covers.
+pub fn dead_credentials(scenario: &Scenario, provider: &Provider, dead: Dead) -> Vec<DeadCredential> {
+    match dead {
+        Dead::Retired => provider
+            .boundary
+            .retired
+            .iter()
+            .map(|c| DeadCredential {
+                credential: c.clone(),
+                label: format!("the retired credential {c}"),
+                client: None,
+            })
+            .collect(),
+        Dead::Revoked => scenario
+            .clients
+            .iter()
+            .filter_map(|client| {
+                let c = client.revoked.get(&provider.id)?;
+                Some(DeadCredential {
+                    credential: c.clone(),
+                    label: format!("the credential client {} held before its removal ({c})", client.id),
+                    client: Some(client.id.clone()),
+                })
+            })
+            .collect(),
+    }
+}
+
+impl Probe for CredentialsCheck {
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let provider = ctx.scenario.provider(&self.provider).expect("planned from the scenario").clone();
+            let dead = dead_credentials(&ctx.scenario, &provider, self.dead);
+            if dead.is_empty() {
+                return Attempt::Skip {
+                    reason: match self.dead {
+                        Dead::Retired => {
+                            format!("the scenario lists no `retired` credential for provider `{}`", provider.id)
+                        }
+                        Dead::Revoked => {
+                            format!("no client of the scenario lists provider `{}` under `revoked`", provider.id)
+                        }
+                    },
+                };
+            }
+            let current = ctx.scenario.secret(&provider.credential);
+            let mut findings = Vec::new();
+            let mut evidence = Vec::new();
+            let mut presented = Vec::new();
+            for d in &dead {
+                let secret = ctx.scenario.secret(&d.credential);
+                // A disabled provider's own credential is dead too (disabled::<p>).
+                if secret.expose() == current.expose() && !provider.disabled {
+                    findings.push(
+                        Finding::new(
+                            FindingKind::CredentialAlive,
+                            format!(
+                                "{} is provider `{}`'s current credential ({}): nothing was revoked (rotate it, and list the old one under `retired`)",
+                                d.label,
+                                provider.id,
+                                current.label()
+                            ),
+                        )
+                        .fact("credential", &d.credential),
+                    );
+                } else if secret.expose() != current.expose() {
+                    presented.push(Presented { label: d.label.clone(), secret: Some(secret.clone()), in_query: None });
+                }
+            }
+            let refused = if provider.disabled {
+                evidence.push(format!(
+                    "provider `{}` is disabled: disabled::{} proves every listener on its networks refuses its credentials",
+                    provider.id, provider.id
+                ));
+                Attempt::Pass { evidence: vec![] }
+            } else if presented.is_empty() {
+                Attempt::Pass { evidence: vec![] }
+            } else {
+                refused_everywhere(ctx, &provider, presented, self.dead).await
+            };
+            let held = match &ctx.deployment {
+                Some(_) => holders(ctx, &dead).await,
+                None => Ok((vec![], vec!["host mode: no client container to read the environment of".into()])),
+            };
+            let (held_findings, held_evidence) = match held {
+                Ok(x) => x,
+                Err(attempt) => return attempt,
+            };
+            findings.extend(held_findings);
+            evidence.extend(held_evidence);
+            merge(refused, findings, evidence)
+        })
+    }
+}
+
+/// The refusal machinery of `wrong_bearer`, with the dead credentials as the bearers.
+async fn refused_everywhere(ctx: &RunContext, provider: &Provider, presented: Vec<Presented>, dead: Dead) -> Attempt {
+    let vantages = match contract_vantages(ctx, provider) {
+        Ok(v) => v,
+        Err(attempt) => return attempt,
+    };
+    let observed = observe_everywhere(ctx, &vantages, |endpoints| RefusalPlan {
+        endpoints: endpoints.to_vec(),
+        provider: provider.clone(),
+        valid: ctx.scenario.secret(&provider.credential).clone(),
+        presented: presented.clone(),
+        limits: ctx.suite.limits.clone(),
+    })
+    .await;
+    match observed {
+        Ok((observations, from)) => {
+            let bearer_label = match dead {
+                Dead::Retired => "a retired credential",
+                Dead::Revoked => "a removed consumer's credential",
+            };
+            let rule =
+                RefusalRule { refusal: provider.refusal, bearer_label: bearer_label.into(), shared_with: vec![] };
+            let mut attempt = refusal::judge(&observations, &rule);
+            super::push_evidence(&mut attempt, format!("probed from {from}"));
+            attempt
+        }
+        Err(attempt) => attempt,
+    }
+}
+
+/// Every client container whose environment holds a dead credential.
+async fn holders(ctx: &RunContext, dead: &[DeadCredential]) -> Result<(Vec<Finding>, Vec<String>), Attempt> {
+    let deployment = ctx.deployment.as_ref().expect("asked with a deployment");
+    let topology = deployment.topology();
+    let mut findings = Vec::new();
+    let mut evidence = Vec::new();
+    for client in &ctx.scenario.clients {
+        let owed: Vec<&DeadCredential> =
+            dead.iter().filter(|d| d.client.as_ref().is_none_or(|c| *c == client.id)).collect();
+        if owed.is_empty() {
+            continue;
+        }
+        for target in topology.running(&client.service) {
+            let engine = deployment.engine_of(target).map_err(|e| Attempt::not_ready(e, vec![]))?;
+            let env = engine.environment(&target.id).await.map_err(|e| {
+                Attempt::not_ready(format!("cannot read the environment of {}: {e}", target.name), vec![])
+            })?;
+            let secrets: Vec<(&DeadCredential, &Secret)> =
+                owed.iter().map(|d| (*d, ctx.scenario.secret(&d.credential))).collect();
+            let found = held_in(&env, &secrets);
+            evidence.push(format!(
+                "client {} ({}): {} environment variable(s) read, {}",
+                client.id,
+                target.name,
+                env.len(),
+                if found.is_empty() {
+                    "none holds a dead credential".to_string()
+                } else {
+                    format!("{} hold one", found.len())
+                }
+            ));
+            for (var, d, form) in found {
+                findings.push(
+                    Finding::new(
+                        FindingKind::CredentialHeld,
+                        format!(
+                            "client {} still holds {} ({form}) in its environment variable {var} ({})",
+                            client.id, d.label, target.name
+                        ),
+                    )
+                    .fact("container", &target.name)
+                    .fact("variable", var)
+                    .fact("credential", &d.credential),
+                );
+            }
+        }
+    }
+    Ok((findings, evidence))
+}
+
+/// Pure: (variable, credential, form) for every environment value that holds a whole
+/// dead credential in some form.
+pub fn held_in<'a>(
+    env: &'a [(String, String)],
+    secrets: &[(&'a DeadCredential, &Secret)],
+) -> Vec<(&'a str, &'a DeadCredential, &'static str)> {
+    let mut out = Vec::new();
+    for (var, value) in env {
+        for (d, secret) in secrets {
+            let forms = named_forms(secret.expose());
+            if let Some((form, _)) = forms.iter().find(|(_, f)| contains(value.as_bytes(), f)) {
+                out.push((var.as_str(), *d, *form));
+            }
+        }
+    }
+    out
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The refusal verdict with this check's own findings and evidence added.
+fn merge(refused: Attempt, mut findings: Vec<Finding>, mut evidence: Vec<String>) -> Attempt {
+    match refused {
+        Attempt::Fail { findings: f, evidence: e } => {
+            findings.extend(f);
+            evidence.extend(e);
+            Attempt::failed(findings, evidence)
+        }
+        Attempt::NotReady { reason, evidence: e } if findings.is_empty() => {
+            evidence.extend(e);
+            Attempt::not_ready(reason, evidence)
+        }
+        other => {
+            evidence.extend(other.evidence().iter().cloned());
+            Attempt::from_findings(findings, evidence)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secret::Redactor;
+
+    #[test]
+    fn a_dead_credential_is_found_whole_in_any_form_and_only_whole() {
+        let redactor = Redactor::new();
+        let old = redactor.register("native-token-old", "Qm9vA7xLkP2sZr4T".into());
+        let d = DeadCredential {
+            credential: "native-token-old".into(),
+            label: "the retired credential native-token-old".into(),
+            client: None,
+        };
+        let env = vec![
+            ("NATIVE_TOKEN".to_string(), "Qm9vA7xLkP2sZr4U".to_string()),
+            (
+                "TOOL_SERVER_CONNECTIONS".to_string(),
+                r#"[{"url":"http://native:8000/mcp","key":"Qm9vA7xLkP2sZr4T"}]"#.to_string(),
+            ),
+            (
+                "BASIC".to_string(),
+                format!(
+                    "Basic {}",
+                    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "u:Qm9vA7xLkP2sZr4T")
+                ),
+            ),
+        ];
+        let found: Vec<(&str, &str)> = held_in(&env, &[(&d, &old)]).into_iter().map(|(v, _, f)| (v, f)).collect();
+        // A value that shares all but one character with it is another credential.
+        assert_eq!(found, [("TOOL_SERVER_CONNECTIONS", "as written"), ("BASIC", "base64")]);
+    }
+
+    #[test]
+    fn merged_verdicts_keep_both_sides() {
+        let held = vec![Finding::new(FindingKind::CredentialHeld, "client x still holds it")];
+        let passed = Attempt::Pass { evidence: vec!["refused everywhere".into()] };
+        match merge(passed, held.clone(), vec!["env read".into()]) {
+            Attempt::Fail { findings, evidence } => {
+                assert_eq!(findings.len(), 1);
+                assert_eq!(evidence, ["env read", "refused everywhere"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let waiting = Attempt::not_ready("no answer", vec![]);
+        assert!(matches!(merge(waiting.clone(), vec![], vec![]), Attempt::NotReady { .. }));
+        assert!(matches!(merge(waiting, held, vec![]), Attempt::Fail { .. }));
+    }
+}

@@ -1,0 +1,292 @@
+//! `openwebui::tool_call::<provider>`: Open WebUI's own MCP client runs the provider's
+//! read for a user of the provider's group, in a chat, and the model gets the result back.
+//!
+//! Proof rests on what Open WebUI recorded, never on what the model wrote: the user's
+//! `/specs` shows the tool Open WebUI can offer; the saved assistant message must hold a
+//! `function_call` of `<provider>_<tool>` and the `function_call_output` Open WebUI got from
+//! the provider, which must meet the read's expectation. Where the read can carry one (a
+//! `nonce_arguments` entry: an argument its result echoes), a fresh nonce goes into the
+//! arguments and must come back in that recorded result, so a result not made by this
+//! call cannot pass. Last, the model's reply must carry the result (the nonce, or the
+//! expectation): it got it back. A model that never calls the tool and writes the
+//! expected text itself leaves no record and fails, even when that text is in the prompt.
+//!
+//! The prompt is plain language any model that does tool calling can follow (see
+//! [`prompt`]); cordon's scripted model follows it the same way.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use super::Signin;
+use super::probes::{EXCLUSIVE, Site, warnings};
+use crate::config::{Expectation, ReadSpec};
+use crate::model::{Attempt, Finding, FindingKind};
+use crate::netns::NsView;
+use crate::openwebui::chat::{self, CallSeen, ChatSeen, ToolCallAsk};
+use crate::openwebui::ephemeral::Ephemeral;
+use crate::openwebui::gather::{self, group_ids};
+use crate::runner::{Probe, RunContext};
+
+const CHAT_BUDGET: Duration = Duration::from_secs(60);
+
+pub struct ToolCall {
+    pub site: Site,
+    pub provider: String,
+    pub group: String,
+    pub model: String,
+    pub read: ReadSpec,
+    /// The read's argument whose value the result echoes, if any.
+    pub nonce_argument: Option<String>,
+}
+
+/// What cordon asked for: judged against what Open WebUI recorded.
+#[derive(Clone, Debug)]
+pub struct Asked {
+    /// The function as the model sees it, `<provider>_<tool>`.
+    pub function: String,
+    /// The tool as the provider serves it.
+    pub tool: String,
+    pub nonce: Option<String>,
+    pub expect: Expectation,
+}
+
+/// `cordon-nonce-` and 16 random hex digits, fresh for each call.
+pub fn nonce() -> String {
+    format!("cordon-nonce-{:016x}", rand::random::<u64>())
+}
+
+/// The read's arguments with `nonce` appended to the value of `argument`.
+pub fn with_nonce(arguments: &Value, argument: &str, nonce: &str) -> Value {
+    let mut out = arguments.clone();
+    if let Some(Value::String(v)) = out.get_mut(argument) {
+        *v = format!("{v} {nonce}");
+    }
+    out
+}
+
+/// The user message: which tool, with exactly which arguments, and to answer with its
+/// result verbatim.
+pub fn prompt(function: &str, arguments: &Value) -> String {
+    format!(
+        "Call the tool `{function}` once, with exactly these arguments: {arguments}\n\
+         Then answer with the tool's result, quoted verbatim, and nothing else."
+    )
+}
+
+impl Probe for ToolCall {
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let _shared = EXCLUSIVE.read().await;
+            let function = format!("{}_{}", self.provider, self.read.tool);
+            let nonce = self.nonce_argument.as_ref().map(|_| nonce());
+            let arguments = match (&self.nonce_argument, &nonce) {
+                (Some(argument), Some(n)) => with_nonce(&self.read.arguments, argument, n),
+                _ => self.read.arguments.clone(),
+            };
+            let asked = Asked {
+                function: function.clone(),
+                tool: self.read.tool.clone(),
+                nonce: nonce.clone(),
+                expect: self.read.expect.clone(),
+            };
+            let (provider, group, model) = (self.provider.clone(), self.group.clone(), self.model.clone());
+            let (tool, prompt) = (self.read.tool.clone(), prompt(&function, &arguments));
+            let job = move |_: Rc<NsView>, signin: Signin| async move {
+                let (api, admin) = signin.open().await?;
+                let eph = Ephemeral::new(&api, &admin);
+                let seen = async {
+                    let user = eph.user(&format!("call-{provider}")).await?;
+                    let label = format!("{} in `{group}`", user.label);
+                    let mut seen = ChatSeen::new(&label, &function);
+                    let Some(gid) = group_ids(&gather::groups(&api, &admin).await?, &group).first().cloned() else {
+                        seen.error = Some(format!("group `{group}` does not exist in Open WebUI"));
+                        return Ok(seen);
+                    };
+                    gather::add_member(&api, &admin, &gid, &user.id).await?;
+                    let offered = gather::specs(&api, &user.token, &provider).await?;
+                    let offers = offered.tools.as_ref().is_some_and(|t| t.contains(&tool));
+                    seen.offered = Some(offered);
+                    if offers {
+                        let ask = ToolCallAsk { model, server: provider, prompt };
+                        chat::chat_tool_call(&api, &user.token, &ask, CHAT_BUDGET, &mut seen).await;
+                    }
+                    Ok(seen)
+                }
+                .await;
+                let left = eph.cleanup().await;
+                seen.map(|s| (s, left))
+            };
+            let (seen, left) = match self.site.run(ctx, "running a chat with a tool call", job).await {
+                Ok(s) => s,
+                Err(attempt) => return attempt,
+            };
+            let mut evidence = evidence(&seen, &self.model, nonce.as_deref());
+            evidence.extend(warnings(left));
+            Attempt::from_findings(judge_tool_call(&self.provider, &seen, &asked), evidence)
+        })
+    }
+}
+
+fn evidence(seen: &ChatSeen, model: &str, nonce: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(o) = &seen.offered {
+        let tools = o.tools.as_ref().map_or(o.detail.clone(), |t| format!("[{}]", t.join(", ")));
+        out.push(format!("{}: /specs answered {} {tools}", seen.user, o.status));
+    }
+    out.push(format!(
+        "{} asked {model} to call {}{}: {} after {} ms{}",
+        seen.user,
+        seen.tool,
+        nonce.map_or(String::new(), |n| format!(" with nonce {n}")),
+        seen.reply.as_deref().map_or("no reply".to_string(), |r| format!("reply {r:?}")),
+        seen.waited_ms,
+        seen.error.as_deref().map_or(String::new(), |e| format!(" ({e})"))
+    ));
+    for c in &seen.calls {
+        out.push(format!(
+            "Open WebUI recorded a call of {} with {}: {}",
+            c.name,
+            c.arguments,
+            c.result.as_deref().map_or("no result".to_string(), |r| format!("result {r:?}"))
+        ));
+    }
+    if seen.done && seen.calls.is_empty() {
+        out.push("Open WebUI recorded no tool call".into());
+    }
+    out
+}
+
+/// Pure: the record proves the provider ran the call and the model got its result.
+pub fn judge_tool_call(provider: &str, seen: &ChatSeen, asked: &Asked) -> Vec<Finding> {
+    let f = &asked.function;
+    let fail = |step: &str, msg: String| {
+        vec![Finding::new(FindingKind::ToolCallFailed, msg).fact("provider", provider).fact("step", step)]
+    };
+    if let Some(offered) = &seen.offered {
+        let tools = offered.tools.as_deref().unwrap_or_default();
+        if offered.status != 200 || !tools.contains(&asked.tool) {
+            let said = if offered.status == 200 {
+                format!("its tools are [{}]", tools.join(", "))
+            } else {
+                format!("/specs answered {}: {}", offered.status, offered.detail)
+            };
+            return fail("offered", format!("Open WebUI did not offer `{f}` to the model: for {}, {said}", seen.user));
+        }
+    }
+    let Some(reply) = &seen.reply else {
+        let why = seen.error.clone().unwrap_or_else(|| "no reply was saved".into());
+        return fail("reply", format!("no reply to a chat asking for `{f}` after {} ms: {why}", seen.waited_ms));
+    };
+    let calls: Vec<&CallSeen> = seen.calls.iter().filter(|c| c.name == *f).collect();
+    if calls.is_empty() {
+        let others: Vec<&str> = seen.calls.iter().map(|c| c.name.as_str()).collect();
+        let called = if others.is_empty() {
+            "Open WebUI recorded no tool call".to_string()
+        } else {
+            format!("Open WebUI recorded calls of [{}] only", others.join(", "))
+        };
+        return fail(
+            "call",
+            format!(
+                "the model never called `{f}`: {called}, so nothing ran at the provider (the model answered {reply:?})"
+            ),
+        );
+    }
+    let call = match &asked.nonce {
+        Some(n) => match calls.iter().find(|c| c.arguments.contains(n.as_str())) {
+            Some(c) => *c,
+            None => {
+                return fail(
+                    "arguments",
+                    format!(
+                        "the model called `{f}` with other arguments than asked ({}): the nonce is not in them",
+                        calls[0].arguments
+                    ),
+                );
+            }
+        },
+        None => calls[0],
+    };
+    let Some(result) = &call.result else {
+        return fail("result", format!("Open WebUI recorded no result of its call of `{f}`"));
+    };
+    if let Some(n) = &asked.nonce
+        && !result.contains(n.as_str())
+    {
+        return fail(
+            "result",
+            format!(
+                "the result Open WebUI recorded for `{f}` does not carry the nonce sent in its arguments, so this call did not make it: {result:?}"
+            ),
+        );
+    }
+    if !meets(result, &asked.expect) {
+        return fail(
+            "result",
+            format!("the result of `{f}` that Open WebUI recorded does not meet the read's expectation: {result:?}"),
+        );
+    }
+    let got_back = match &asked.nonce {
+        Some(n) => reply.contains(n.as_str()),
+        None => meets(reply, &asked.expect),
+    };
+    if !got_back {
+        return fail("reply", format!("the model never got the result of `{f}` back: its reply was {reply:?}"));
+    }
+    vec![]
+}
+
+/// A tool's result as a client passed it on (text, or JSON wrapped in content items)
+/// meets the read's expectation.
+pub(crate) fn meets(text: &str, expect: &Expectation) -> bool {
+    match expect {
+        Expectation::TextContains(t) => text.contains(t.as_str()),
+        Expectation::JsonSubset(subset) => json_values_in(text).iter().any(|v| contains_subset(v, subset)),
+    }
+}
+
+/// Every JSON value in `text`: the whole, each line, and any embedded `{...}` object
+/// (Open WebUI may wrap a tool's output).
+fn json_values_in(text: &str) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    let mut push = |s: &str| {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(s.trim()) {
+            if let Some(inner) = v.as_str().and_then(|s| serde_json::from_str(s).ok()) {
+                out.push(inner);
+            }
+            if let Some(items) = v.as_array() {
+                for item in items {
+                    if let Some(inner) =
+                        item.get("text").and_then(|t| t.as_str()).and_then(|t| serde_json::from_str(t).ok())
+                    {
+                        out.push(inner);
+                    }
+                }
+            }
+            out.push(v);
+        }
+    };
+    push(text);
+    for line in text.lines() {
+        push(line);
+    }
+    if let (Some(a), Some(b)) = (text.find('{'), text.rfind('}'))
+        && a < b
+    {
+        push(&text[a..=b]);
+    }
+    out
+}
+
+fn contains_subset(value: &serde_json::Value, subset: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (value, subset) {
+        (Value::Object(v), Value::Object(s)) => {
+            s.iter().all(|(k, sv)| v.get(k).is_some_and(|vv| contains_subset(vv, sv)))
+        }
+        (v, s) => v == s,
+    }
+}

@@ -1,0 +1,60 @@
+//! The suite run of either demo: cordon itself as a child process, its results on the
+//! console (one dot per check unless the user chose a format), its notes (discovery,
+//! waiting) in the demo log, Ctrl-C stopping the suite but not the demo (the stack must
+//! still come down); then the reach matrix read back from the report it wrote.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use nix::sys::signal::{SigHandler, Signal, signal};
+
+use super::Stages;
+use crate::exit;
+
+/// Runs `cordon <suite_args> <extra>` with `env`; its exit code.
+pub(super) fn run_suite(stages: &mut Stages, suite_args: &[&str], extra: &[String], env: &[(String, String)]) -> i32 {
+    let exe = std::env::current_exe().expect("path of the running cordon binary");
+    let mut child = Command::new(exe);
+    child.args(suite_args).args(extra).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let chose_format = extra.iter().any(|a| a.starts_with("--format") || a == "-q" || a == "--quiet" || a == "--list");
+    if !stages.verbose && !chose_format {
+        // One dot per check keeps a passing demo on one screen; failures still print in full.
+        child.args(["--format", "terse"]);
+    }
+    if !stages.verbose
+        && let Some(log) = stages.log.as_ref().and_then(|l| l.try_clone().ok())
+    {
+        // The suite's notes (discovery, waiting) go to the log; its results to the console.
+        child.stderr(Stdio::from(log));
+    }
+    let child = child.spawn();
+    // Ctrl-C stops the suite (the child), not the demo: the stack must still come down.
+    // SIGINT is ignored only after the spawn, so the child keeps the default.
+    // SAFETY: no other thread of this process installs signal handlers.
+    let previous = unsafe { signal(Signal::SIGINT, SigHandler::SigIgn) };
+    let code = child
+        .and_then(|mut c| c.wait())
+        .map(|s| s.code().unwrap_or(exit::INFRASTRUCTURE))
+        .unwrap_or(exit::INFRASTRUCTURE);
+    if let Ok(handler) = previous {
+        // SAFETY: as above; restores the disposition found before.
+        let _ = unsafe { signal(Signal::SIGINT, handler) };
+    }
+    if code == exit::USAGE || code == exit::INFRASTRUCTURE {
+        stages.show_tail();
+    }
+    code
+}
+
+/// The reach matrix of the run just finished, read back from the report at `json`.
+pub(super) fn print_matrix(json: &Path) {
+    let Ok(text) = std::fs::read_to_string(json) else { return };
+    let Ok(report) = crate::model::RunReport::from_json(&text) else { return };
+    let matrix = crate::matrix::Matrix::from_report(&report);
+    if !matrix.is_empty() {
+        eprintln!(
+            "\nreach matrix (rows: clients; columns: providers and the apps behind sidecars):\n{}",
+            matrix.to_text()
+        );
+    }
+}

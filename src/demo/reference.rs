@@ -1,0 +1,49 @@
+//! The demo's first stage: the reference stack's scenario imported from its role
+//! metadata (`docker/reference/roles`), as a platform engineer would after a deploy, and
+//! compared with the checked-in `scenarios/reference.yaml`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::import::{Request, args::generate, inventory};
+
+pub const ROLES: &str = "docker/reference/roles";
+pub const INVENTORY: &str = "docker/reference/inventory.yml";
+pub const CHECKED_IN: &str = "scenarios/reference.yaml";
+const PROJECT: &str = "cordon-reference";
+
+/// Imports into `<results>/scenario.yaml`; the path written and a one-line account, or
+/// the exit code when the metadata is wrong (its errors already printed).
+pub fn import(results: &Path) -> Result<(PathBuf, String), i32> {
+    let deployed = inventory::from_inventory(Path::new(INVENTORY)).map_err(|e| {
+        eprintln!("error: {e}");
+        crate::exit::USAGE
+    })?;
+    let request = Request {
+        roles_dir: PathBuf::from(ROLES),
+        deployed,
+        project: Some(PROJECT.into()),
+        scenario_dir: results.to_path_buf(),
+        ..Request::default()
+    };
+    let (import, text) = generate(&request, &BTreeMap::new())?;
+    let _ = std::fs::create_dir_all(results);
+    let path = results.join("scenario.yaml");
+    std::fs::write(&path, &text).map_err(|e| {
+        eprintln!("error: cannot write {}: {e}", path.display());
+        crate::exit::INFRASTRUCTURE
+    })?;
+    let same = std::fs::read_to_string(CHECKED_IN).is_ok_and(|t| t == text);
+    let account = format!(
+        "scenario imported from {ROLES}: {} providers, {} clients, {} pairs left out by code; {}",
+        import.providers.len(),
+        import.clients.len(),
+        import.rejections.len(),
+        if same {
+            format!("matches {CHECKED_IN}")
+        } else {
+            format!("DIFFERS from {CHECKED_IN} (run `cordon import infinito … --check {CHECKED_IN}` to see how)")
+        }
+    );
+    Ok((path, account))
+}

@@ -1,0 +1,142 @@
+//! What a container carries that a secret may leak into: its environment as the engine
+//! shows it, and its log (`docker logs`), read line by line in a bounded window. The
+//! text goes to a caller's scanner and is never kept: only line numbers come back.
+
+use futures_util::StreamExt;
+
+use super::{Engine, EngineError};
+
+/// Which stream of a container's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum LogStream {
+    Stdout,
+    Stderr,
+    /// A container with a TTY has one stream.
+    Console,
+}
+
+impl std::fmt::Display for LogStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LogStream::Stdout => "stdout",
+            LogStream::Stderr => "stderr",
+            LogStream::Console => "console",
+        })
+    }
+}
+
+/// How a log was read: lines per stream, bytes, and whether the window cut it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LogRead {
+    pub stdout_lines: usize,
+    pub stderr_lines: usize,
+    pub console_lines: usize,
+    pub bytes: u64,
+    /// The byte cap ended the read before the engine did.
+    pub cut: bool,
+}
+
+/// Splits frames into lines per stream, numbering each stream's lines from 1.
+struct Lines {
+    pending: [Vec<u8>; 3],
+    counted: [usize; 3],
+}
+
+impl Lines {
+    fn feed(&mut self, stream: LogStream, bytes: &[u8], each: &mut impl FnMut(LogStream, usize, &str)) {
+        let i = stream as usize;
+        self.pending[i].extend_from_slice(bytes);
+        while let Some(end) = self.pending[i].iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.pending[i].drain(..=end).collect();
+            self.counted[i] += 1;
+            each(stream, self.counted[i], String::from_utf8_lossy(&line[..line.len() - 1]).trim_end_matches('\r'));
+        }
+    }
+
+    fn finish(&mut self, each: &mut impl FnMut(LogStream, usize, &str)) {
+        for stream in [LogStream::Stdout, LogStream::Stderr, LogStream::Console] {
+            let i = stream as usize;
+            if !self.pending[i].is_empty() {
+                let line = std::mem::take(&mut self.pending[i]);
+                self.counted[i] += 1;
+                each(stream, self.counted[i], &String::from_utf8_lossy(&line));
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// `Config.Env` of a container: (name, value) pairs. The values are for comparison
+    /// only and are never printed.
+    pub async fn environment(&self, container: &str) -> Result<Vec<(String, String)>, EngineError> {
+        let inspect = self
+            .docker()
+            .inspect_container(container, None)
+            .await
+            .map_err(|e| EngineError::lookup("container", container, "inspecting container", e))?;
+        let env = inspect.config.and_then(|c| c.env).unwrap_or_default();
+        Ok(env
+            .into_iter()
+            .map(|kv| match kv.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (kv, String::new()),
+            })
+            .collect())
+    }
+
+    /// The last `tail` lines of a container's log (stdout and stderr), at most
+    /// `max_bytes` of them, handed to `each` one line at a time with its stream and its
+    /// number in that stream (from 1, the oldest line read).
+    pub async fn log_lines(
+        &self,
+        container: &str,
+        tail: usize,
+        max_bytes: u64,
+        mut each: impl FnMut(LogStream, usize, &str),
+    ) -> Result<LogRead, EngineError> {
+        use bollard::container::LogOutput;
+        let options = bollard::query_parameters::LogsOptionsBuilder::new()
+            .stdout(true)
+            .stderr(true)
+            .tail(&tail.to_string())
+            .build();
+        let mut stream = self.docker().logs(container, Some(options));
+        let mut lines = Lines { pending: Default::default(), counted: [0; 3] };
+        let mut read = LogRead::default();
+        while let Some(frame) = stream.next().await {
+            let frame = frame.map_err(|e| EngineError::lookup("container", container, "reading the log of", e))?;
+            let (which, bytes) = match &frame {
+                LogOutput::StdOut { message } => (LogStream::Stdout, message),
+                LogOutput::StdErr { message } => (LogStream::Stderr, message),
+                LogOutput::Console { message } => (LogStream::Console, message),
+                LogOutput::StdIn { .. } => continue,
+            };
+            read.bytes += bytes.len() as u64;
+            lines.feed(which, bytes, &mut each);
+            if read.bytes >= max_bytes {
+                read.cut = true;
+                break;
+            }
+        }
+        lines.finish(&mut each);
+        [read.stdout_lines, read.stderr_lines, read.console_lines] = lines.counted;
+        Ok(read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_become_numbered_lines_per_stream() {
+        let mut seen = Vec::new();
+        let mut each = |s: LogStream, n: usize, l: &str| seen.push(format!("{s}:{n}:{l}"));
+        let mut lines = Lines { pending: Default::default(), counted: [0; 3] };
+        lines.feed(LogStream::Stderr, b"a\nb", &mut each);
+        lines.feed(LogStream::Stdout, b"x\r\n", &mut each);
+        lines.feed(LogStream::Stderr, b"c\nd", &mut each);
+        lines.finish(&mut each);
+        assert_eq!(seen, ["stderr:1:a", "stdout:1:x", "stderr:2:bc", "stderr:3:d"]);
+    }
+}

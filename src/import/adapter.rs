@@ -1,0 +1,126 @@
+//! An enabled adapter's contract: its required fields, and the specification file it
+//! serves from, checked against the digests the platform pins for it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::context::Context;
+use super::metadata::McpFile;
+use super::validate::sha256_hex;
+use super::vocabulary::{self as words, one_of};
+
+/// The specification an adapter serves from.
+#[derive(Debug, Clone)]
+pub struct Specification {
+    /// Where it was read (the platform checkout joined with `specification_path`).
+    pub path: PathBuf,
+    pub tools: BTreeSet<String>,
+}
+
+/// The largest specification read: real ones are a few kilobytes.
+const MAX_SPECIFICATION_BYTES: u64 = 4 << 20;
+
+/// Checks an enabled adapter's block; `Ok(None)` for an adapter type with no
+/// specification. Every problem is an error in `ctx`; `Err(())` when there was one.
+pub fn specification(
+    ctx: &mut Context,
+    file: &Path,
+    m: &McpFile,
+    platform_root: &Path,
+) -> Result<Option<Specification>, ()> {
+    let errors_before = ctx.errors.len();
+    let Some(adapter) = &m.adapter else {
+        let at = m.classification.as_ref().map(|c| c.referenced);
+        ctx.error(file, at.as_ref(), "adapter", "no `adapter` block: an enabled adapter names its `type` and, for a specification type, `specification_path` and `specification_sha256`");
+        return Err(());
+    };
+    let a = &adapter.value;
+    let Some(kind) = &a.kind else {
+        let message = format!("no `adapter.type`: expected {}", one_of(words::ADAPTER_TYPES));
+        ctx.error(file, Some(&adapter.referenced), "adapter.type", message);
+        return Err(());
+    };
+    if !words::SPECIFICATION_ADAPTER_TYPES.contains(&kind.value.as_str()) {
+        return Ok(None);
+    }
+    for (present, key) in [
+        (a.specification_path.is_some(), "specification_path"),
+        (a.specification_sha256.is_some(), "specification_sha256"),
+    ] {
+        if !present {
+            let message = format!("no `adapter.{key}`: a `{}` adapter serves from a pinned specification", kind.value);
+            ctx.error(file, Some(&adapter.referenced), &format!("adapter.{key}"), message);
+        }
+    }
+    let (Some(rel), Some(pin)) = (&a.specification_path, &a.specification_sha256) else { return Err(()) };
+    let path = platform_root.join(&rel.value);
+    let bytes = match crate::fsutil::read_regular(&path, MAX_SPECIFICATION_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let message =
+                format!("cannot read `{}`: it {}", path.display(), crate::config::error::read_error_words(&e));
+            ctx.error(file, Some(&rel.referenced), "adapter.specification_path", message);
+            return Err(());
+        }
+    };
+    if let Ok(pinned) = sha256_hex(&pin.value) {
+        let actual = hex::encode(Sha256::digest(&bytes));
+        if actual != pinned {
+            let message = format!(
+                "`{}` has sha256 {actual}, not the pinned {pinned}: the specification changed without its pin (or the pin is wrong)",
+                path.display()
+            );
+            ctx.error(file, Some(&pin.referenced), "adapter.specification_sha256", message);
+        }
+    }
+    let spec: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(v @ serde_json::Value::Object(_)) => v,
+        Ok(_) => {
+            ctx.error(
+                file,
+                Some(&rel.referenced),
+                "adapter.specification_path",
+                format!("`{}` is not a JSON object of tools by name", path.display()),
+            );
+            return Err(());
+        }
+        Err(e) => {
+            ctx.error(
+                file,
+                Some(&rel.referenced),
+                "adapter.specification_path",
+                format!("`{}` is not JSON: {e}", path.display()),
+            );
+            return Err(());
+        }
+    };
+    let tools: BTreeSet<String> = spec.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+    if let Some(schema) = m.tools.as_ref().and_then(|t| t.value.schema_sha256.as_ref())
+        && let Ok(pinned) = sha256_hex(&schema.value)
+    {
+        let actual = hex::encode(Sha256::digest(crate::mcp::canonical_json(&spec).as_bytes()));
+        if actual != pinned {
+            let message = format!(
+                "the platform's contract hash of `{}` (sorted keys, `,`/`:` separators) is {actual}, not the pinned {pinned}",
+                path.display()
+            );
+            ctx.error(file, Some(&schema.referenced), "tools.schema_sha256", message);
+        }
+    }
+    if let Some(allowlist) = m.tools.as_ref().and_then(|t| t.value.allowlist.as_ref()) {
+        for (i, tool) in allowlist.value.iter().enumerate() {
+            if !tools.contains(&tool.value) {
+                let message = format!(
+                    "tool `{}` is not in the adapter's specification `{}` (it has: {})",
+                    tool.value,
+                    path.display(),
+                    tools.iter().cloned().collect::<Vec<_>>().join(", ")
+                );
+                ctx.error(file, Some(&tool.referenced), &format!("tools.allowlist[{i}]"), message);
+            }
+        }
+    }
+    if ctx.errors.len() > errors_before { Err(()) } else { Ok(Some(Specification { path, tools })) }
+}

@@ -1,0 +1,185 @@
+//! The command line of `cordon import`, and what it does: import, then write, print or
+//! compare, with a summary of what was left out on standard error.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::decide::{Request, import};
+use super::model::Import;
+use super::{check, emit, inventory};
+use crate::exit;
+
+#[derive(clap::Subcommand)]
+pub enum Platform {
+    /// Infinito.Nexus: reads roles/<role>/meta/{mcp,services,networks}.yml and the
+    /// adapters' files/mcp/tools.json.
+    Infinito(ImportArgs),
+}
+
+#[derive(clap::Args)]
+pub struct ImportArgs {
+    /// The platform's roles directory.
+    #[arg(long)]
+    roles: PathBuf,
+    /// The deployed roles (what `group_names` holds on the platform), comma-separated.
+    #[arg(long, value_delimiter = ',', required_unless_present = "inventory", conflicts_with = "inventory")]
+    deployed: Vec<String>,
+    /// An Ansible inventory (YAML or INI): its group names are the deployed roles.
+    #[arg(long)]
+    inventory: Option<PathBuf>,
+    /// The compose project (or swarm stack) the scenario describes.
+    #[arg(long)]
+    project: Option<String>,
+    /// Write the scenario to this file (default: standard output).
+    #[arg(long, conflicts_with = "check")]
+    out: Option<PathBuf>,
+    /// Compare with this scenario instead: exit 1 with a diff when it no longer matches.
+    #[arg(long)]
+    check: Option<PathBuf>,
+    /// The Open WebUI admin its checks act as (password from OPENWEBUI_ADMIN_PASSWORD).
+    #[arg(long, value_name = "EMAIL")]
+    openwebui_admin: Option<String>,
+    /// Pin a provider's served-tools hash (cordon's, from a trusted run's
+    /// `contract::<provider>::tools` evidence); repeatable.
+    #[arg(long = "pin-schema", value_name = "PROVIDER=SHA256")]
+    pin_schema: Vec<String>,
+}
+
+pub fn run(platform: Platform) -> i32 {
+    let Platform::Infinito(args) = platform;
+    let deployed = match (&args.inventory, args.deployed.as_slice()) {
+        (Some(path), _) => inventory::from_inventory(path).map_err(|e| e.to_string()),
+        (None, list) => inventory::from_list(list),
+    };
+    let deployed = match deployed {
+        Ok(d) => d,
+        Err(e) => return usage(&e),
+    };
+    let pins = match parse_pins(&args.pin_schema) {
+        Ok(p) => p,
+        Err(e) => return usage(&e),
+    };
+    let target = args.check.as_ref().or(args.out.as_ref());
+    let request = Request {
+        roles_dir: args.roles.clone(),
+        deployed,
+        project: args.project.clone(),
+        openwebui_admin: args.openwebui_admin.clone(),
+        scenario_dir: target
+            .and_then(|t| t.parent())
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or(PathBuf::from("."), Path::to_path_buf),
+    };
+    let (import, text) = match generate(&request, &pins) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    summarize(&import, &args.roles);
+    if let Some(path) = &args.check {
+        return match check::drift(path, &text) {
+            Ok(None) => {
+                eprintln!("{} matches the role metadata", path.display());
+                exit::OK
+            }
+            Ok(Some(diff)) => {
+                println!("{diff}");
+                eprintln!(
+                    "error: {} no longer matches the role metadata (diff above: - the file, + the metadata); regenerate it with --out",
+                    path.display()
+                );
+                exit::CHECK_FAILED
+            }
+            Err(e) => usage(&e.to_string()),
+        };
+    }
+    match &args.out {
+        Some(path) => match std::fs::write(path, &text) {
+            Ok(()) => {
+                eprintln!("wrote {}", path.display());
+                exit::OK
+            }
+            Err(e) => usage(&format!("cannot write {}: {e}", path.display())),
+        },
+        None => {
+            print!("{text}");
+            exit::OK
+        }
+    }
+}
+
+/// Imports and renders; on failure, the errors are printed and the exit code returned.
+pub fn generate(request: &Request, pins: &BTreeMap<String, String>) -> Result<(Import, String), i32> {
+    let mut import = match import(request) {
+        Ok(i) => i,
+        Err(errors) => {
+            eprintln!("error: invalid role metadata:");
+            for e in &errors.0 {
+                eprintln!("  {e}");
+            }
+            return Err(exit::USAGE);
+        }
+    };
+    for (id, hash) in pins {
+        match import.providers.get_mut(id) {
+            Some(p) if !p.disabled => p.schema_sha256 = Some(hash.clone()),
+            _ => {
+                let live: Vec<&str> =
+                    import.providers.values().filter(|p| !p.disabled).map(|p| p.id.as_str()).collect();
+                return Err(usage(&format!(
+                    "--pin-schema {id}: no enabled provider of that id was imported (enabled providers: {})",
+                    if live.is_empty() { "none".into() } else { live.join(", ") }
+                )));
+            }
+        }
+    }
+    let text = emit::scenario(&import);
+    Ok((import, text))
+}
+
+fn parse_pins(pins: &[String]) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for pin in pins {
+        let Some((id, hash)) = pin.split_once('=') else {
+            return Err(format!("--pin-schema `{}`: expected PROVIDER=SHA256", crate::text::sanitize(pin)));
+        };
+        let hash = hash.strip_prefix("sha256:").unwrap_or(hash);
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) || hash.bytes().all(|b| b == b'0') {
+            return Err(format!(
+                "--pin-schema {id}: `{}` is not a sha256 (64 hex digits)",
+                crate::text::sanitize(hash)
+            ));
+        }
+        out.insert(id.to_string(), hash.to_ascii_lowercase());
+    }
+    Ok(out)
+}
+
+fn usage(message: &str) -> i32 {
+    eprintln!("error: {}", crate::text::sanitize(message));
+    exit::USAGE
+}
+
+/// What was imported and what was not, on standard error.
+fn summarize(import: &Import, roles: &Path) {
+    let dark = import.providers.values().filter(|p| p.disabled).count();
+    let deployed: BTreeSet<&String> = import.deployed.iter().collect();
+    eprintln!(
+        "imported from {} ({} deployed roles): {} providers ({dark} switched off, checked dark), {} clients",
+        roles.display(),
+        deployed.len(),
+        import.providers.len(),
+        import.clients.len()
+    );
+    if !import.rejections.is_empty() {
+        eprintln!(
+            "left out ({}), by the platform's codes (a client a provider does not admit is still checked: reach:: proves it cannot connect):",
+            import.rejections.len()
+        );
+        for r in &import.rejections {
+            eprintln!("  {}", crate::text::sanitize(&r.to_string()));
+        }
+    }
+    for n in &import.notes {
+        eprintln!("note: {}", crate::text::sanitize(n));
+    }
+}

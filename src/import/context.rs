@@ -1,0 +1,142 @@
+//! What every step of an import shares: the roles, the deployed set, and the errors and
+//! rejections gathered so far; plus where each role stands before any wiring.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use serde_saphyr::{Location, Spanned};
+
+use super::condition::{self, Condition};
+use super::model::{Code, Rejection, Subject};
+use super::roles::{Role, Roles};
+use super::vocabulary as words;
+use crate::config::ConfigError;
+
+pub struct Context<'a> {
+    pub roles: &'a Roles,
+    pub deployed: &'a BTreeSet<String>,
+    pub errors: Vec<ConfigError>,
+    pub rejections: Vec<Rejection>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(roles: &'a Roles, deployed: &'a BTreeSet<String>) -> Self {
+        Context { roles, deployed, errors: Vec::new(), rejections: Vec::new() }
+    }
+
+    pub fn reject(&mut self, role: &str, subject: Subject, code: Code, detail: impl Into<String>) {
+        self.rejections.push(Rejection { role: role.to_string(), subject, code, detail: detail.into() });
+    }
+
+    pub fn error(&mut self, file: &Path, at: Option<&Location>, key: &str, message: impl Into<String>) {
+        self.errors.push(match at {
+            Some(at) => ConfigError::at(file, at, key, message),
+            None => ConfigError { key: key.to_string(), ..ConfigError::whole_file(file, message) },
+        });
+    }
+
+    /// The value of a condition at `key` of `file`; `None` (and an error naming the file,
+    /// line and expression) when it is not one cordon evaluates.
+    pub fn evaluate(&mut self, file: &Path, key: &str, value: &Spanned<Condition>) -> Option<bool> {
+        let result =
+            condition::parse(&value.value).and_then(|expr| condition::evaluate(&expr, self.deployed, self.roles));
+        match result {
+            Ok(b) => Some(b),
+            Err(problem) => {
+                let shown = match &value.value {
+                    Condition::Literal(b) => b.to_string(),
+                    Condition::Text(t) => crate::text::sanitize(t),
+                };
+                let message = format!(
+                    "cannot evaluate `{shown}`: it {problem} (cordon evaluates `'role' in group_names`, \
+                     `lookup('config', 'role', 'mcp.enabled')`, true and false, joined by and, or, not)"
+                );
+                self.error(file, Some(&value.referenced), key, message);
+                None
+            }
+        }
+    }
+}
+
+/// Where a role stands before any wiring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Deployed, deployable, `enabled` and `shared` both true.
+    Active,
+    /// Deployed, deployable, `enabled` false: a surface that must be dark.
+    Off,
+    /// Listed as rejected (or not an MCP role at all).
+    Out,
+}
+
+/// Decides a role's standing; a role that is out is listed with its code (a role with no
+/// MCP metadata only when it is deployed).
+pub fn standing(ctx: &mut Context, role: &Role) -> Standing {
+    let deployed = ctx.deployed.contains(&role.id);
+    let Some(mcp) = &role.mcp else {
+        if deployed {
+            ctx.reject(
+                &role.id,
+                Subject::Role,
+                Code::NoSurface,
+                "no MCP entry (meta/mcp.yml, or `mcp:` in meta/services.yml): the role declares no MCP surface",
+            );
+        }
+        return Standing::Out;
+    };
+    let (file, m) = (&mcp.file, &mcp.value);
+    if !deployed {
+        ctx.reject(
+            &role.id,
+            Subject::Role,
+            Code::NotDeployed,
+            "not among the deployed roles (--deployed or --inventory)",
+        );
+        return Standing::Out;
+    }
+    if !crate::config::scenario::is_valid_id(&role.id) {
+        let message = format!(
+            "the role name `{}` cannot name a provider or client of a scenario (letters, digits, `-`, `_`, `.`)",
+            role.id
+        );
+        ctx.error(file, None, "", message);
+        return Standing::Out;
+    }
+    let classification = m.classification.as_ref().map(|c| c.value.as_str()).unwrap_or_default();
+    if !words::DEPLOYABLE.contains(&classification) {
+        let reason = m.reason.as_ref().map_or("no reason given".to_string(), |r| format!("reason `{}`", r.value));
+        let code = if classification == "blocked" { Code::Blocked } else { Code::AuditOnly };
+        let detail = format!("classification `{classification}` is an audit entry, never an endpoint ({reason})");
+        ctx.reject(&role.id, Subject::Role, code, detail);
+        return Standing::Out;
+    }
+    let Some(enabled) = &m.enabled else {
+        let detail = "its MCP entry sets no `enabled`: cordon imports an explicit `enabled: true` only \
+                      (the platform's default is off, and role defaults or the inventory may say otherwise)";
+        ctx.reject(&role.id, Subject::Role, Code::NotEnabled, detail);
+        return Standing::Out;
+    };
+    let Some(is_enabled) = ctx.evaluate(file, "enabled", enabled) else { return Standing::Out };
+    if !is_enabled {
+        return Standing::Off;
+    }
+    let shared = match &m.shared {
+        None => None,
+        Some(s) => match ctx.evaluate(file, "shared", s) {
+            Some(b) => Some(b),
+            None => return Standing::Out,
+        },
+    };
+    if shared != Some(true) {
+        let said = if shared.is_none() { "sets no `shared`" } else { "is not `shared`" };
+        let detail = format!("enabled but {said}: other roles may not discover it, so no client is wired to it");
+        ctx.reject(&role.id, Subject::Role, Code::NotShared, detail);
+        return Standing::Out;
+    }
+    Standing::Active
+}
+
+/// The role's direction word (validated before).
+pub fn direction(role: &Role) -> &str {
+    role.mcp.as_ref().and_then(|m| m.value.direction.as_ref()).map(|d| d.value.as_str()).unwrap_or_default()
+}

@@ -1,0 +1,276 @@
+//! The CI templates in examples/ci/ and the README's image run line run as written: every
+//! cordon command in them, in every matrix cell, with its variables as the CI platform
+//! sets them, is one cordon accepts (the same arguments plus `--list`, run from a
+//! directory laid out as the templates expect) and plans checks of the cell's family;
+//! every privilege the README's run line gives is given in the templates, and no other;
+//! JUnit goes where the command writes it; exit 3 is retried, never red.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use support::shell::{command_at, words};
+use support::stack::repo;
+
+fn yaml(path: &str) -> Value {
+    let text = std::fs::read_to_string(repo().join(path)).unwrap();
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn string_map(v: &Value) -> BTreeMap<String, String> {
+    v.as_object()
+        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+        .unwrap_or_default()
+}
+
+/// A matrix as both platforms write it: `{VAR: [a, b], …}`.
+fn matrix_of(v: &Value) -> BTreeMap<String, Vec<String>> {
+    let values = |v: &Value| v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+    v.as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), values(v))).collect()).unwrap_or_default()
+}
+
+/// Every combination of a matrix (`{VAR: [a, b], …}`).
+fn cells(matrix: &BTreeMap<String, Vec<String>>) -> Vec<BTreeMap<String, String>> {
+    let mut out = vec![BTreeMap::new()];
+    for (var, values) in matrix {
+        out = out
+            .into_iter()
+            .flat_map(|cell| {
+                values.iter().map(move |v| {
+                    let mut c = cell.clone();
+                    c.insert(var.clone(), v.clone());
+                    c
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// A cordon command found in a template: where, the docker options, cordon's arguments.
+#[derive(Debug)]
+struct Found {
+    place: String,
+    docker_options: Vec<String>,
+    cordon_args: Vec<String>,
+    family: Option<String>,
+    junit: Option<String>,
+}
+
+/// `docker run <options> <image> <cordon args>` split at the image.
+fn split_run(argv: Vec<String>, image: &str, place: &str) -> (Vec<String>, Vec<String>) {
+    assert_eq!(&argv[..2], ["docker", "run"], "{place}: {argv:?}");
+    let at = argv.iter().position(|w| w == image).unwrap_or_else(|| panic!("{place}: no image {image} in {argv:?}"));
+    (argv[2..at].to_vec(), argv[at + 1..].to_vec())
+}
+
+fn gitlab() -> Vec<Found> {
+    let file = yaml("examples/ci/gitlab-ci.yml");
+    let globals = string_map(&file["variables"]);
+    let mut found = Vec::new();
+    for (job, spec) in file.as_object().unwrap().iter().filter(|(_, v)| v.get("script").is_some()) {
+        let matrix = matrix_of(&spec["parallel"]["matrix"][0]);
+        // Exit 3 is infrastructure: retried, then allowed to fail, never red.
+        assert_eq!(spec["retry"]["exit_codes"], serde_json::json!([3]), "{job}");
+        assert_eq!(spec["allow_failure"]["exit_codes"], serde_json::json!([3]), "{job}");
+        for cell in cells(&matrix) {
+            let mut vars = globals.clone();
+            vars.extend(cell.clone());
+            vars.insert("CI_PROJECT_DIR".into(), "/builds/platform".into());
+            for line in spec["script"].as_array().unwrap().iter().filter_map(Value::as_str) {
+                if !line.contains("docker run") {
+                    continue;
+                }
+                let place = format!("gitlab-ci.yml {job} {cell:?}");
+                let argv = words(line, &vars).unwrap_or_else(|e| panic!("{place}: {e}"));
+                let (docker_options, cordon_args) = split_run(argv, &vars["CORDON_IMAGE"], &place);
+                let junit = spec["artifacts"]["reports"]["junit"].as_str().map(|j| words(j, &vars).unwrap().join(" "));
+                found.push(Found { place, docker_options, cordon_args, family: cell.get("FAMILY").cloned(), junit });
+            }
+        }
+    }
+    found
+}
+
+fn github() -> Vec<Found> {
+    let file = yaml("examples/ci/github-actions.yml");
+    let mut found = Vec::new();
+    for (job, spec) in file["jobs"].as_object().unwrap() {
+        let matrix = matrix_of(&spec["strategy"]["matrix"]);
+        for cell in cells(&matrix) {
+            // GitHub replaces `${{ … }}` before the shell sees the script.
+            let expand = |text: &str| {
+                let mut t = text.to_string();
+                for (k, v) in &cell {
+                    t = t.replace(&format!("${{{{ matrix.{k} }}}}"), v);
+                }
+                assert!(!t.contains("${{ matrix."), "a matrix variable the matrix lacks: {t}");
+                t
+            };
+            let steps = spec["steps"].as_array().unwrap();
+            let junit = steps
+                .iter()
+                .find(|s| s["uses"].as_str().is_some_and(|u| u.contains("junit")))
+                .and_then(|s| s["with"]["report_paths"].as_str())
+                .map(expand);
+            for step in steps {
+                let Some(run) = step["run"].as_str() else { continue };
+                let Some(command) = command_at(run, "docker run") else { continue };
+                let mut vars = string_map(&spec["env"]);
+                vars.extend(string_map(&step["env"]));
+                vars.insert("GITHUB_WORKSPACE".into(), "/runner/work/platform".into());
+                vars.insert("GITHUB_STEP_SUMMARY".into(), "/runner/_temp/step_summary_1".into());
+                let place = format!("github-actions.yml {job} {cell:?}");
+                let argv = words(&expand(&command), &vars).unwrap_or_else(|e| panic!("{place}: {e}"));
+                let (docker_options, cordon_args) = split_run(argv, &vars["CORDON_IMAGE"], &place);
+                found.push(Found {
+                    place,
+                    docker_options,
+                    cordon_args,
+                    family: cell.get("family").cloned(),
+                    junit: junit.clone(),
+                });
+                // The summary reaches the job page only if the container sees its file.
+                assert!(
+                    run.contains(r#"-v "$GITHUB_STEP_SUMMARY":"$GITHUB_STEP_SUMMARY" -e GITHUB_STEP_SUMMARY"#),
+                    "{job}"
+                );
+                assert!(run.contains(r#"[ "$code" -ne 3 ] && exit "$code""#), "{job}: exit 3 must be retried, not red");
+            }
+        }
+    }
+    found
+}
+
+/// The README's image run line: its docker options, and its cordon arguments.
+fn readme_run_line() -> (Vec<String>, Vec<String>) {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let line = command_at(&readme, "docker run --rm --pid host").expect("the README's run line");
+    let vars = BTreeMap::from([("PWD".to_string(), "/srv/cordon".to_string())]);
+    split_run(words(&line, &vars).unwrap(), "cordon:dev", "README")
+}
+
+/// Options that give the container something: everything but credentials by name and the
+/// working directory's mount.
+fn privileges(options: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = options.iter().peekable();
+    while let Some(o) = it.next() {
+        let takes_value = matches!(
+            o.as_str(),
+            "--pid" | "--network" | "--cap-drop" | "--cap-add" | "--security-opt" | "-v" | "-e" | "--user"
+        );
+        let value = if takes_value { it.next().cloned() } else { None };
+        match (o.as_str(), value.as_deref()) {
+            ("-e", _) => {}
+            ("-v", Some(v)) if v.ends_with(":/work") => {}
+            ("-v", Some(v)) if v.starts_with("/runner/_temp/step_summary") => {}
+            _ => out.push(format!("{o} {}", value.unwrap_or_default()).trim().to_string()),
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A directory laid out as the templates expect: the example platform's scenario at
+/// scenarios/platform.yaml (and the README's scenarios/myproject.yaml), its token files.
+fn workdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let scenarios = dir.path().join("scenarios");
+    std::fs::create_dir_all(scenarios.join("secrets")).unwrap();
+    let scenario = std::fs::read_to_string(repo().join("examples/platform/scenario.yaml")).unwrap();
+    std::fs::write(scenarios.join("platform.yaml"), &scenario).unwrap();
+    std::fs::write(scenarios.join("myproject.yaml"), &scenario).unwrap();
+    for name in ["notes", "search", "archive"] {
+        std::fs::write(scenarios.join("secrets").join(name), format!("token-of-{name}-0123456789")).unwrap();
+    }
+    dir
+}
+
+fn list(dir: &Path, args: &[String]) -> (i32, Vec<String>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cordon")).args(args).arg("--list").current_dir(dir).output().unwrap();
+    let names = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .map(String::from)
+        .collect();
+    (out.status.code().unwrap_or(-1), names, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn every_cordon_command_in_the_ci_templates_is_one_cordon_accepts() {
+    let dir = workdir();
+    let (readme_options, _) = readme_run_line();
+    let wanted = privileges(&readme_options);
+    assert!(wanted.iter().any(|p| p == "--cap-add SYS_ADMIN"), "{wanted:?}");
+    // The matrix leaves no family out: a team that splits by family runs every check.
+    let (_, readme_args) = readme_run_line();
+    let (code, every, stderr) = list(dir.path(), &readme_args);
+    assert_eq!(code, 0, "{stderr}");
+    for template in [gitlab(), github()] {
+        let mut covered: Vec<String> = Vec::new();
+        for f in &template {
+            covered.extend(list(dir.path(), &f.cordon_args).1);
+        }
+        covered.sort();
+        let mut wanted = every.clone();
+        wanted.sort();
+        assert_eq!(covered, wanted, "{}: the matrix's cells together are not the whole suite", template[0].place);
+    }
+    let found: Vec<Found> = gitlab().into_iter().chain(github()).collect();
+    assert_eq!(found.len(), 16, "eight families in each template: {found:#?}");
+    for f in &found {
+        assert_eq!(privileges(&f.docker_options), wanted, "{}: not the README's privileges", f.place);
+        let (code, names, stderr) = list(dir.path(), &f.cordon_args);
+        assert_eq!(code, 0, "{}: cordon {:?} --list: {stderr}", f.place, f.cordon_args);
+        let family = f.family.as_deref().expect("a family per cell");
+        assert!(!names.is_empty(), "{}: the filter selects no check", f.place);
+        assert!(names.iter().all(|n| n.starts_with(&format!("{family}::"))), "{}: {names:?}", f.place);
+        let results = f.cordon_args.iter().skip_while(|a| *a != "--results").nth(1).expect("--results");
+        assert_eq!(
+            f.junit.as_deref(),
+            Some(format!("{results}/junit.xml").as_str()),
+            "{}: JUnit is read elsewhere",
+            f.place
+        );
+    }
+}
+
+#[test]
+fn the_readme_run_line_is_one_cordon_accepts() {
+    let dir = workdir();
+    let (_, args) = readme_run_line();
+    assert_eq!(args[0], "compose");
+    let (code, names, stderr) = list(dir.path(), &args);
+    assert_eq!(code, 0, "{stderr}");
+    // Every family of the compose suite plans something for the platform example.
+    for family in ["route", "reach", "session", "contract", "disabled", "sidecar", "credentials", "secrets"] {
+        assert!(names.iter().any(|n| n.starts_with(&format!("{family}::"))), "no {family} check: {names:?}");
+    }
+}
+
+/// A command the templates could get wrong is refused by the same means: the test would
+/// catch a template that drifts.
+#[test]
+fn a_drifted_command_is_refused() {
+    let dir = workdir();
+    let (code, _, stderr) = list(dir.path(), &["compose".into(), "--scenario".into(), "scenarios/missing.yaml".into()]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _, stderr) = list(dir.path(), &["compose".into(), "--result".into(), "x".into()]);
+    assert_eq!(code, 2, "{stderr}");
+}
+
+#[test]
+fn words_split_like_a_shell() {
+    let vars = BTreeMap::from([("PWD".to_string(), "/srv/x".to_string()), ("F".to_string(), "route".to_string())]);
+    let got = words(r#"docker run -v "$PWD":/work 'a b' "${F}::" x\ y '$F' || code=$?"#, &vars).unwrap();
+    assert_eq!(got, ["docker", "run", "-v", "/srv/x:/work", "a b", "route::", "x y", "$F"]);
+    assert!(words("echo $NOPE", &vars).unwrap_err().contains("$NOPE is not set"));
+    assert_eq!(
+        command_at("x\n  docker run \\\n   --rm \\\n   img\nnext", "docker run").unwrap(),
+        "docker run --rm img"
+    );
+}

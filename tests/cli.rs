@@ -1,0 +1,81 @@
+//! The command line as a user meets it: `--version` names the commit, the shell
+//! completions and the man pages under docs/man/ come from the same definitions as
+//! `--help` (a man page that no longer matches them fails here; regenerate with
+//! `CORDON_UPDATE_DOCS=1 cargo test --test cli`).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn cordon(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cordon")).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_version_names_the_commit_it_was_built_from() {
+    let (code, stdout, _) = cordon(&["--version"]);
+    assert_eq!(code, 0);
+    let head = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(repo()).output();
+    let expected = match head {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        _ => "unknown".into(),
+    };
+    assert_eq!(stdout.trim(), format!("cordon {} (commit {expected})", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn completions_cover_every_subcommand_and_option() {
+    for shell in ["bash", "zsh", "fish"] {
+        let (code, script, stderr) = cordon(&["completions", shell]);
+        assert_eq!(code, 0, "{shell}: {stderr}");
+        for word in ["compose", "swarm", "explain", "--compare", "--results", "--flaky-window"] {
+            assert!(script.contains(word.trim_start_matches('-')), "{shell}: no {word} in the script");
+        }
+    }
+    let (code, _, stderr) = cordon(&["completions", "powershell"]);
+    assert_eq!(code, 2, "{stderr}");
+}
+
+#[test]
+fn the_man_pages_match_the_command_line() {
+    // The plain version: a page does not change with every commit.
+    let cmd = cordon::cli::command().version(env!("CARGO_PKG_VERSION"));
+    let fresh = tempfile::tempdir().unwrap();
+    clap_mangen::generate_to(cmd, fresh.path()).unwrap();
+    let docs = repo().join("docs/man");
+    let names = |dir: &std::path::Path| -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+            .unwrap_or_default();
+        n.sort();
+        n
+    };
+    if std::env::var_os("CORDON_UPDATE_DOCS").is_some() {
+        let _ = std::fs::remove_dir_all(&docs);
+        std::fs::create_dir_all(&docs).unwrap();
+        for name in names(fresh.path()) {
+            std::fs::copy(fresh.path().join(&name), docs.join(&name)).unwrap();
+        }
+    }
+    let want = names(fresh.path());
+    assert!(want.contains(&"cordon.1".to_string()) && want.contains(&"cordon-compose.1".to_string()), "{want:?}");
+    assert!(!want.iter().any(|n| n.contains("agent")), "the hidden agent gets no page: {want:?}");
+    assert_eq!(
+        names(&docs),
+        want,
+        "docs/man/ is not what the command line generates: CORDON_UPDATE_DOCS=1 cargo test --test cli"
+    );
+    for name in want {
+        let have = std::fs::read_to_string(docs.join(&name)).unwrap();
+        let fresh = std::fs::read_to_string(fresh.path().join(&name)).unwrap();
+        assert!(have == fresh, "docs/man/{name} is stale: CORDON_UPDATE_DOCS=1 cargo test --test cli");
+    }
+}
