@@ -6,6 +6,7 @@ use std::time::{Instant, SystemTime};
 
 use libtest_mimic::Arguments;
 
+use crate::check::{Check, RunClock, RunContext};
 use crate::checks;
 use crate::compare::{self, CompareRequest, Earlier};
 use crate::config::{ConfigErrors, Mode, Outputs, Scenario, Suite};
@@ -16,7 +17,7 @@ use crate::model::{CheckName, CheckResult, RunReport, Verdict};
 use crate::netns::NsPool;
 use crate::report::live::{LiveConsole, LiveEvents};
 use crate::report::{self, console};
-use crate::runner::{self, Check, RunClock, RunContext};
+use crate::runner;
 use crate::secret::Redactor;
 
 pub struct RunRequest {

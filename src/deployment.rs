@@ -7,13 +7,13 @@ use std::rc::Rc;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use crate::checks::plan::{Plan, ProbeObservation, ProcFacts, ProcPlan};
 use crate::config::{Mode, Scenario};
 use crate::engine::carrier::carriers;
 use crate::engine::{Engine, Target};
 use crate::model::Attempt;
+use crate::netns::listener::Listener;
 use crate::netns::listening::ListenerMemo;
-use crate::netns::procfs::Listener;
+use crate::netns::plan::{self, Plan, ProcFacts, ProcPlan};
 use crate::netns::{NetnsError, NsPool, NsView, Place};
 use crate::topology::swarm::{NodeEngines, engine_for};
 use crate::topology::{Topology, TopologyError};
@@ -175,13 +175,11 @@ impl Deployment {
     /// Runs one observation plan in `target`'s namespace: through the namespace worker
     /// on this node, or shipped to a carrier on the target's node.
     pub async fn observe<P: Plan>(&self, target: &Target, label: &str, plan: P) -> Result<P::Observation, Attempt> {
-        let observed = match self.carrier(target) {
-            Carrier::Here => self.run_in(target, label, move |view| plan.wrap().observe(view)).await?,
+        match self.carrier(target) {
+            Carrier::Here => self.run_in(target, label, move |view| plan.observe(view)).await,
             Carrier::There { engine, node } => {
-                let probe = plan.wrap();
-                let kind = probe.kind();
-                let json = serde_json::to_vec(&probe)
-                    .map_err(|e| Attempt::not_ready(format!("encoding the {kind} plan: {e}"), vec![]))?;
+                let kind = P::KIND;
+                let json = plan::encode(&plan).map_err(|e| Attempt::not_ready(e, vec![]))?;
                 let out = match carriers().run(&engine, &node, &target.id, json, CARRIER_LIMIT).await {
                     Ok(out) => out,
                     Err(e) => {
@@ -192,22 +190,18 @@ impl Deployment {
                         ));
                     }
                 };
-                serde_json::from_slice::<ProbeObservation>(&out).map_err(|e| {
+                plan::decode::<P>(&out).map_err(|e| {
                     Attempt::not_ready(
                         format!("the carrier on node {node} answered the {kind} plan with no observation: {e}"),
                         vec![],
                     )
-                })?
+                })
             }
-            Carrier::Nowhere { node } => {
-                return Err(Attempt::not_ready(
-                    format!("{} runs on node {node}, and the suite's `engines:` names no engine for it", target.name),
-                    vec![],
-                ));
-            }
-        };
-        P::unwrap(observed)
-            .ok_or_else(|| Attempt::not_ready("the probe answered with another kind of observation", vec![]))
+            Carrier::Nowhere { node } => Err(Attempt::not_ready(
+                format!("{} runs on node {node}, and the suite's `engines:` names no engine for it", target.name),
+                vec![],
+            )),
+        }
     }
 
     /// Listeners, default gateways and effective uid of a container, from its own `/proc`.

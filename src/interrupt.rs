@@ -146,16 +146,3 @@ impl<T: Default> Default for Ledger<T> {
         Ledger::new()
     }
 }
-
-/// After Ctrl-C a check makes nothing new: its next call fails with this.
-pub fn refuse_new_work() -> Result<(), crate::webapp::ApiError> {
-    if interrupted() {
-        Err(crate::webapp::ApiError::Unreadable {
-            method: "-".into(),
-            path: "-".into(),
-            detail: "interrupted (Ctrl-C)".into(),
-        })
-    } else {
-        Ok(())
-    }
-}

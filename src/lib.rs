@@ -4,6 +4,7 @@
 //! ([`model`]) → reporters ([`report`]).
 pub(crate) mod agent;
 pub(crate) mod app;
+pub(crate) mod check;
 pub(crate) mod checks;
 pub mod cli;
 pub(crate) mod compare;

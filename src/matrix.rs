@@ -133,15 +133,15 @@ impl Matrix {
         let mut columns: BTreeMap<String, Column> = BTreeMap::new();
         let mut pairs: BTreeMap<(String, String), Vec<&CheckResult>> = BTreeMap::new();
         for r in &report.results {
-            let Some(provider) = r.provider.clone() else { continue };
-            let app = r.name.contains("-/->app:");
+            let Some(provider) = r.id.provider.clone() else { continue };
+            let app = r.id.is_app();
             let column = Column { provider: provider.clone(), app, disabled: None };
             let title = column.title();
             let entry = columns.entry(title.clone()).or_insert(column);
-            if r.family == Family::Disabled {
+            if r.id.family == Family::Disabled {
                 entry.disabled = Some(r.verdict);
             }
-            if let Some(client) = r.client.clone() {
+            if let Some(client) = r.id.client.clone() {
                 clients.insert(client.clone());
                 pairs.entry((client, title)).or_default().push(r);
             }
@@ -152,7 +152,7 @@ impl Matrix {
 }
 
 fn cell_of(results: &[&CheckResult]) -> Cell {
-    let reach: Vec<&&CheckResult> = results.iter().filter(|r| r.family == Family::Reach).collect();
+    let reach: Vec<&&CheckResult> = results.iter().filter(|r| r.id.family == Family::Reach).collect();
     if !reach.is_empty() {
         let doors: Vec<String> = reach
             .iter()
@@ -172,7 +172,7 @@ fn cell_of(results: &[&CheckResult]) -> Cell {
         };
     }
     let admitted: Vec<&&CheckResult> =
-        results.iter().filter(|r| matches!(r.family, Family::Route | Family::Session)).collect();
+        results.iter().filter(|r| matches!(r.id.family, Family::Route | Family::Session)).collect();
     if admitted.is_empty() {
         return Cell::NotJudged { why: "no route, session or reach check ran".into() };
     }
@@ -194,11 +194,11 @@ fn cell_of(results: &[&CheckResult]) -> Cell {
 mod tests {
     use super::*;
     use crate::config::Mode;
-    use crate::model::{CheckName, Finding};
+    use crate::model::{CheckName, Finding, Relation};
     use std::time::{Duration, SystemTime};
 
-    fn result(family: Family, client: &str, arrow: &str, provider: &str, verdict: Verdict) -> CheckResult {
-        CheckResult::new(&CheckName::pair(family, client, arrow, provider), verdict, "")
+    fn result(family: Family, client: &str, relation: Relation, provider: &str, verdict: Verdict) -> CheckResult {
+        CheckResult::new(&CheckName::pair(family, client, relation, provider), verdict, "")
     }
 
     fn report(results: Vec<CheckResult>) -> RunReport {
@@ -216,16 +216,16 @@ mod tests {
 
     #[test]
     fn cells_show_what_each_pair_proved() {
-        let mut leak = result(Family::Reach, "flowise", "-/->", "legacy", Verdict::Failed);
+        let mut leak = result(Family::Reach, "flowise", Relation::NotAdmitted, "legacy", Verdict::Failed);
         leak.findings.push(Finding::new(FindingKind::LateralReach, "x").fact("addr", "10.0.6.4:8000"));
         let m = Matrix::from_report(&report(vec![
-            result(Family::Route, "webui", "->", "legacy", Verdict::Passed),
-            result(Family::Session, "webui", "->", "legacy", Verdict::Passed),
+            result(Family::Route, "webui", Relation::Admitted, "legacy", Verdict::Passed),
+            result(Family::Session, "webui", Relation::Admitted, "legacy", Verdict::Passed),
             leak,
-            result(Family::Reach, "n8n", "-/->", "legacy", Verdict::Passed),
-            result(Family::Route, "webui", "->", "native", Verdict::Passed),
-            result(Family::Session, "webui", "->", "native", Verdict::Failed),
-            result(Family::Reach, "webui", "-/->app:", "gitea", Verdict::Passed),
+            result(Family::Reach, "n8n", Relation::NotAdmitted, "legacy", Verdict::Passed),
+            result(Family::Route, "webui", Relation::Admitted, "native", Verdict::Passed),
+            result(Family::Session, "webui", Relation::Admitted, "native", Verdict::Failed),
+            result(Family::Reach, "webui", Relation::AppBehind, "gitea", Verdict::Passed),
             CheckResult::new(&CheckName::of_provider(Family::Disabled, "wiki", None), Verdict::Passed, ""),
         ]));
         assert_eq!(m.clients, ["flowise", "n8n", "webui"]);

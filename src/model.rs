@@ -10,58 +10,203 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Family, Mode};
 use crate::exit;
 
-/// `family::subject[::aspect]`, stable and filterable. A pair check also knows its
-/// client and provider, so reporters can place it without parsing the name.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+/// How cordon reaches the deployment: from its own namespace, or into the containers of
+/// a compose project or a swarm stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Probes run from cordon's own network namespace against the scenario's URLs.
+    Host,
+    Compose,
+    Swarm,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    Route,
+    Reach,
+    Session,
+    Contract,
+    Disabled,
+    Sidecar,
+    Openwebui,
+    Credentials,
+    Secrets,
+    Flowise,
+    N8n,
+}
+
+impl Family {
+    pub const ALL: [Family; 11] = [
+        Family::Route,
+        Family::Reach,
+        Family::Session,
+        Family::Contract,
+        Family::Disabled,
+        Family::Sidecar,
+        Family::Openwebui,
+        Family::Credentials,
+        Family::Secrets,
+        Family::Flowise,
+        Family::N8n,
+    ];
+
+    /// The family a name starts with (`route`, `n8n`, …).
+    pub fn from_name(name: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.as_str() == name)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Route => "route",
+            Family::Reach => "reach",
+            Family::Session => "session",
+            Family::Contract => "contract",
+            Family::Disabled => "disabled",
+            Family::Sidecar => "sidecar",
+            Family::Openwebui => "openwebui",
+            Family::Credentials => "credentials",
+            Family::Secrets => "secrets",
+            Family::Flowise => "flowise",
+            Family::N8n => "n8n",
+        }
+    }
+
+    /// The families each mode can run; the rest need a mode that enters namespaces.
+    pub fn supported_in(self, mode: Mode) -> bool {
+        match mode {
+            Mode::Host => matches!(self, Family::Contract | Family::Credentials),
+            Mode::Compose => true,
+            Mode::Swarm => !matches!(self, Family::Openwebui | Family::Flowise | Family::N8n),
+        }
+    }
+}
+
+/// How the client of a pair check stands to its provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Relation {
+    /// The provider admits the client: `<client>-><provider>`.
+    Admitted,
+    /// The provider does not admit the client: `<client>-/-><provider>`.
+    NotAdmitted,
+    /// The app behind the provider's adapter sidecar, which no client may reach:
+    /// `<client>-/->app:<provider>`.
+    AppBehind,
+}
+
+impl Relation {
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Relation::Admitted => "->",
+            Relation::NotAdmitted => "-/->",
+            Relation::AppBehind => "-/->app:",
+        }
+    }
+}
+
+/// A check's identity: `family::subject[::aspect]` as a name, stable and filterable, and
+/// the client, provider and relation a pair check is about, so reporters place it, the
+/// baseline matches it and `explain` describes it from these fields, never from the name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct CheckName {
     pub family: Family,
+    /// The subject as the name shows it (`webui->gitea`, `gitea`, `logs`). Reports from
+    /// before it was recorded read back with it empty.
+    #[serde(default)]
     pub subject: String,
-    pub aspect: Option<String>,
+    /// `tools` of `contract::gitea::tools`; `last_group_removed`, `oidc` of
+    /// `openwebui::access::last_group_removed::oidc`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aspect: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relation: Option<Relation>,
 }
 
 impl CheckName {
     pub fn new(family: Family, subject: impl Into<String>) -> Self {
-        Self { family, subject: subject.into(), aspect: None, client: None, provider: None }
+        Self { family, subject: subject.into(), aspect: vec![], client: None, provider: None, relation: None }
     }
 
     /// `family::<provider>[::aspect]`.
     pub fn of_provider(family: Family, provider: &str, aspect: Option<&str>) -> Self {
         Self {
-            family,
-            subject: provider.to_string(),
-            aspect: aspect.map(str::to_string),
-            client: None,
+            aspect: aspect.map(str::to_string).into_iter().collect(),
             provider: Some(provider.to_string()),
+            ..Self::new(family, provider)
+        }
+    }
+
+    /// `family::<subject>[::aspect…]` of a client application (Open WebUI, Flowise, n8n),
+    /// about `provider` when it is one provider's check.
+    pub fn of_client(family: Family, client: &str, subject: &str, aspect: &[&str], provider: Option<&str>) -> Self {
+        Self {
+            aspect: aspect.iter().map(|a| a.to_string()).collect(),
+            client: Some(client.to_string()),
+            provider: provider.map(str::to_string),
+            ..Self::new(family, subject)
         }
     }
 
     #[cfg(test)]
     pub fn with_aspect(family: Family, subject: impl Into<String>, aspect: impl Into<String>) -> Self {
         let subject = subject.into();
-        Self { family, provider: Some(subject.clone()), subject, aspect: Some(aspect.into()), client: None }
+        Self { provider: Some(subject.clone()), aspect: vec![aspect.into()], ..Self::new(family, subject) }
     }
 
     /// `family::<client><arrow><provider>`, e.g. `route::webui->gitea`, `reach::n8n-/->gitea`.
-    pub fn pair(family: Family, client: &str, arrow: &str, provider: &str) -> Self {
+    pub fn pair(family: Family, client: &str, relation: Relation, provider: &str) -> Self {
         Self {
-            family,
-            subject: format!("{client}{arrow}{provider}"),
-            aspect: None,
             client: Some(client.to_string()),
             provider: Some(provider.to_string()),
+            relation: Some(relation),
+            ..Self::new(family, format!("{client}{}{provider}", relation.arrow()))
         }
+    }
+
+    /// The check is about the app behind a provider's sidecar, not the provider.
+    pub fn is_app(&self) -> bool {
+        self.relation == Some(Relation::AppBehind)
+    }
+
+    /// The name's segments, in order: family, subject, aspect.
+    pub fn segments(&self) -> Vec<&str> {
+        let mut out = vec![self.family.as_str(), self.subject.as_str()];
+        out.extend(self.aspect.iter().map(String::as_str));
+        out
+    }
+
+    /// The identity of a name a person typed (`cordon explain reach::webui-/->app:gitea`):
+    /// the one place text becomes an identity; cordon's own results carry theirs.
+    pub fn parse(text: &str) -> Option<CheckName> {
+        let mut parts = text.split("::");
+        let family = Family::from_name(parts.next()?)?;
+        let subject = parts.next().filter(|s| !s.is_empty())?;
+        let aspect: Vec<String> = parts.map(str::to_string).collect();
+        let pair = [Relation::AppBehind, Relation::NotAdmitted, Relation::Admitted]
+            .into_iter()
+            .find_map(|r| subject.split_once(r.arrow()).map(|(c, p)| (r, c, p)))
+            .filter(|(_, c, p)| !c.is_empty() && !p.is_empty());
+        Some(match pair {
+            Some((relation, client, provider)) if aspect.is_empty() => {
+                CheckName::pair(family, client, relation, provider)
+            }
+            _ => CheckName { aspect, ..CheckName::new(family, subject) },
+        })
     }
 }
 
 impl fmt::Display for CheckName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}::{}", self.family.as_str(), self.subject)?;
-        if let Some(aspect) = &self.aspect {
+        for aspect in &self.aspect {
             write!(f, "::{aspect}")?;
         }
         Ok(())
@@ -209,6 +354,21 @@ impl Attempt {
         }
     }
 
+    /// Puts `line` first in the evidence (where the check probed from, say).
+    pub fn lead_with(&mut self, line: String) {
+        if let Attempt::Pass { evidence } | Attempt::Fail { evidence, .. } | Attempt::NotReady { evidence, .. } = self {
+            evidence.insert(0, line);
+        }
+    }
+
+    /// A not-ready attempt's reason, for an observation that crosses as data.
+    pub fn into_reason(self) -> String {
+        match self {
+            Attempt::NotReady { reason, .. } => reason,
+            other => format!("{other:?}"),
+        }
+    }
+
     pub fn evidence(&self) -> &[String] {
         match self {
             Attempt::Pass { evidence } | Attempt::Fail { evidence, .. } | Attempt::NotReady { evidence, .. } => {
@@ -221,6 +381,20 @@ impl Attempt {
     #[cfg(test)]
     pub fn is_pass(&self) -> bool {
         matches!(self, Attempt::Pass { .. })
+    }
+}
+
+/// One attempt's verdict, with what it saw that did not repeat (a connect the engine let
+/// through for a moment): recorded beside the verdict, never judged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub attempt: Attempt,
+    pub transient: Vec<String>,
+}
+
+impl From<Attempt> for Outcome {
+    fn from(attempt: Attempt) -> Self {
+        Outcome { attempt, transient: vec![] }
     }
 }
 
@@ -259,12 +433,10 @@ impl Verdict {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CheckResult {
+    /// The identity rendered (`route::webui->gitea`): what people read and runs compare.
     pub name: String,
-    pub family: Family,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
+    #[serde(flatten)]
+    pub id: CheckName,
     pub verdict: Verdict,
     /// Why it failed, was skipped or is known to fail; empty when it passed.
     pub reason: String,
@@ -290,9 +462,7 @@ impl CheckResult {
     pub fn new(name: &CheckName, verdict: Verdict, reason: impl Into<String>) -> Self {
         CheckResult {
             name: name.to_string(),
-            family: name.family,
-            client: name.client.clone(),
-            provider: name.provider.clone(),
+            id: name.clone(),
             verdict,
             reason: reason.into(),
             findings: vec![],
@@ -417,9 +587,51 @@ mod tests {
     #[test]
     fn check_names_are_stable() {
         assert_eq!(CheckName::with_aspect(Family::Contract, "gitea", "tools").to_string(), "contract::gitea::tools");
-        let pair = CheckName::pair(Family::Route, "openwebui", "->", "gitea");
+        let pair = CheckName::pair(Family::Route, "openwebui", Relation::Admitted, "gitea");
         assert_eq!(pair.to_string(), "route::openwebui->gitea");
         assert_eq!((pair.client.as_deref(), pair.provider.as_deref()), (Some("openwebui"), Some("gitea")));
+        let app = CheckName::pair(Family::Reach, "webui", Relation::AppBehind, "gitea");
+        assert_eq!(app.to_string(), "reach::webui-/->app:gitea");
+        assert!(app.is_app());
+    }
+
+    #[test]
+    fn a_typed_name_reads_back_as_the_identity_it_shows() {
+        for name in [
+            CheckName::pair(Family::Route, "webui", Relation::Admitted, "gitea"),
+            CheckName::pair(Family::Reach, "n8n", Relation::NotAdmitted, "gitea"),
+            CheckName::pair(Family::Reach, "webui", Relation::AppBehind, "gitea"),
+            CheckName::of_provider(Family::Disabled, "wiki", None),
+            CheckName::new(Family::Secrets, "logs"),
+        ] {
+            let back = CheckName::parse(&name.to_string()).unwrap();
+            assert_eq!(
+                (back.to_string(), back.relation, back.is_app()),
+                (name.to_string(), name.relation, name.is_app())
+            );
+        }
+        let aspect = CheckName::parse("contract::native::tools").unwrap();
+        assert_eq!((aspect.subject.as_str(), aspect.aspect.as_slice()), ("native", &["tools".to_string()][..]));
+        let oidc = CheckName::parse("openwebui::access::last_group_removed::oidc").unwrap();
+        assert_eq!(oidc.segments(), ["openwebui", "access", "last_group_removed", "oidc"]);
+        assert!(CheckName::parse("nope::x").is_none());
+        assert!(CheckName::parse("route::").is_none());
+    }
+
+    #[test]
+    fn a_result_carries_its_identity_in_json_and_reads_older_reports() {
+        let r = CheckResult::new(
+            &CheckName::pair(Family::Reach, "n8n", Relation::NotAdmitted, "gitea"),
+            Verdict::Passed,
+            "",
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!((json["name"].as_str(), json["family"].as_str()), (Some("reach::n8n-/->gitea"), Some("reach")));
+        assert_eq!((json["client"].as_str(), json["relation"].as_str()), (Some("n8n"), Some("not_admitted")));
+        let older = serde_json::json!({"name": "route::a->b", "family": "route", "client": "a", "provider": "b",
+            "verdict": "passed", "reason": "", "evidence": [], "attempts": 1, "duration": 0.1});
+        let back: CheckResult = serde_json::from_value(older).unwrap();
+        assert_eq!((back.name.as_str(), back.id.client.as_deref()), ("route::a->b", Some("a")));
     }
 
     #[test]

@@ -5,93 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::future::BoxFuture;
 use tokio::sync::Semaphore;
 
-use crate::config::{KnownFailure, Provider, Scenario, Suite};
-use crate::deployment::Deployment;
-use crate::model::{Attempt, CheckName, CheckResult, Finding, Verdict, reason_of};
-use crate::netns::NsPool;
-use crate::secret::Redactor;
-
-/// Everything a check may read while it runs.
-pub struct RunContext {
-    pub scenario: Scenario,
-    pub suite: Suite,
-    pub redactor: Redactor,
-    /// The deployment under test (engine view, namespaces); `None` in host mode.
-    pub deployment: Option<Arc<Deployment>>,
-    /// The namespace workers (the deployment's, or one for cordon's own namespace).
-    pub pool: Arc<NsPool>,
-    pub clock: RunClock,
-}
-
-/// When the run began and when it must be over.
-#[derive(Clone, Copy, Debug)]
-pub struct RunClock {
-    pub started: Instant,
-    /// No new attempt starts after `started + deadline`.
-    pub deadline: Duration,
-    /// An attempt in flight at the deadline may finish its exchange, no more: every
-    /// attempt is cut at `started + deadline + exchange_limit`.
-    pub exchange_limit: Duration,
-}
-
-impl RunClock {
-    pub fn new(suite: &Suite) -> Self {
-        RunClock { started: Instant::now(), deadline: suite.deadline, exchange_limit: suite.limits.exchange_timeout }
-    }
-
-    pub fn deadline_at(&self) -> Instant {
-        self.started + self.deadline
-    }
-
-    pub fn hard_stop(&self) -> Instant {
-        self.deadline_at() + self.exchange_limit
-    }
-}
-
-impl RunContext {
-    /// The deployment and a planned provider: where every namespace check starts.
-    /// Planning guarantees both (namespace families run only in compose or swarm mode,
-    /// and only for the scenario's own providers).
-    pub fn deployment(&self, provider: &str) -> (Arc<Deployment>, &Provider) {
-        let deployment = self.deployment.clone().expect("namespace checks run in compose or swarm mode");
-        (deployment, self.scenario.provider(provider).expect("planned from the scenario"))
-    }
-}
-
-/// One named verdict with evidence, as the runner sees it.
-pub trait Check: Send + Sync {
-    fn name(&self) -> &CheckName;
-    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt>;
-}
-
-/// How one family reaches a verdict; the check's name travels beside it in [`Named`], so
-/// family modules say only what they probe.
-pub trait Probe: Send + Sync + 'static {
-    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt>;
-}
-
-pub struct Named<P> {
-    pub name: CheckName,
-    pub probe: P,
-}
-
-impl<P: Probe> Check for Named<P> {
-    fn name(&self) -> &CheckName {
-        &self.name
-    }
-
-    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        self.probe.run(ctx)
-    }
-}
-
-/// A planned check: `probe` under `name`.
-pub fn named(name: CheckName, probe: impl Probe) -> Arc<dyn Check> {
-    Arc::new(Named { name, probe })
-}
+use crate::check::{Check, RunContext};
+use crate::config::KnownFailure;
+use crate::model::{Attempt, CheckName, CheckResult, Finding, Outcome, Verdict, reason_of};
 
 /// What the runner tells whoever watches: a live console, a progress line, a log.
 /// Every method has a default, so a sink implements only what it shows.
@@ -202,15 +120,15 @@ async fn run_one(check: &dyn Check, ctx: &RunContext, permits: &Semaphore, event
         // A first attempt that waited in line past the hard stop still gets one exchange
         // limit of its own: every check runs at least once. Retries never outlive the stop.
         let cut = if attempts == 1 { clock.hard_stop().max(began + clock.exchange_limit) } else { clock.hard_stop() };
-        let attempt = match tokio::time::timeout_at(cut.into(), check.run(ctx)).await {
-            Ok(attempt) => attempt,
-            Err(_) => Attempt::not_ready(
+        let Outcome { attempt, transient } = match tokio::time::timeout_at(cut.into(), check.run(ctx)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Outcome::from(Attempt::not_ready(
                 format!(
                     "the attempt was cut at the run's hard stop ({:.1}s: the deadline plus one exchange limit)",
                     (clock.deadline + clock.exchange_limit).as_secs_f64()
                 ),
                 vec![],
-            ),
+            )),
         };
         own += began.elapsed();
         drop(_permit);
@@ -246,23 +164,12 @@ async fn run_one(check: &dyn Check, ctx: &RunContext, permits: &Semaphore, event
                 result.evidence = evidence;
             }
         }
-        split_transient(&mut result);
+        result.transient = transient;
         result.duration = own;
         result.queued = queued;
         return result;
     }
 }
-
-/// Evidence lines a probe marked as not repeated move into `transient`.
-fn split_transient(result: &mut CheckResult) {
-    let (transient, evidence): (Vec<String>, Vec<String>) =
-        std::mem::take(&mut result.evidence).into_iter().partition(|l| l.starts_with(TRANSIENT_MARK));
-    result.evidence = evidence;
-    result.transient = transient.into_iter().map(|l| l[TRANSIENT_MARK.len()..].to_string()).collect();
-}
-
-/// Probes prefix an evidence line with this when what they saw did not repeat.
-pub const TRANSIENT_MARK: &str = "transient: ";
 
 /// Turns listed failures into known failures, and listed passes into a stale baseline.
 /// An unreachable check stays unreachable: the baseline vouches for a known contract
@@ -275,7 +182,7 @@ pub fn apply_baseline(results: &mut [CheckResult], known: &[KnownFailure]) {
 }
 
 fn apply_baseline_to(result: &mut CheckResult, known: &[KnownFailure]) {
-    let entries: Vec<&KnownFailure> = known.iter().filter(|k| k.check.matches(&result.name)).collect();
+    let entries: Vec<&KnownFailure> = known.iter().filter(|k| k.check.matches(&result.id)).collect();
     if entries.is_empty() {
         return;
     }
@@ -325,7 +232,7 @@ fn apply_baseline_to(result: &mut CheckResult, known: &[KnownFailure]) {
 /// otherwise hide nothing and rot silently. A pattern may match none (a platform rule on
 /// "any sidecar" applied to a stack without sidecars): [`pattern_coverage`] says so.
 pub fn unknown_baseline_entries<'a>(known: &'a [KnownFailure], planned: &[CheckName]) -> Vec<&'a KnownFailure> {
-    known.iter().filter(|k| !k.check.is_pattern() && !planned.iter().any(|n| k.check.matches(&n.to_string()))).collect()
+    known.iter().filter(|k| !k.check.is_pattern() && !planned.iter().any(|n| k.check.matches(n))).collect()
 }
 
 /// Every pattern entry of the baseline with the planned checks it speaks for.
@@ -334,7 +241,7 @@ pub fn pattern_coverage<'a>(known: &'a [KnownFailure], planned: &[CheckName]) ->
         .iter()
         .filter(|k| k.check.is_pattern())
         .map(|k| {
-            let names = planned.iter().map(ToString::to_string).filter(|n| k.check.matches(n)).collect();
+            let names = planned.iter().filter(|n| k.check.matches(n)).map(ToString::to_string).collect();
             (k, names)
         })
         .collect()
@@ -359,27 +266,22 @@ pub fn describe_coverage(entry: &KnownFailure, names: &[String]) -> String {
     }
 }
 
-/// A fixed skip, for surfaces this mode cannot examine.
-pub struct Skipped {
-    pub reason: String,
-}
-
-impl Probe for Skipped {
-    fn run<'a>(&'a self, _ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move { Attempt::Skip { reason: self.reason.clone() } })
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use futures_util::future::BoxFuture;
+
     use super::*;
+    use crate::check::{Named, Probe};
     use crate::config::{ConfigError, Family, FindingMatch};
     use crate::model::FindingKind;
 
+    /// `a` stands for `contract::a::read`.
+    fn full(name: &str) -> String {
+        if name.contains("::") { name.to_string() } else { format!("contract::{name}::read") }
+    }
+
     fn result(name: &str, verdict: Verdict) -> CheckResult {
-        let mut r = CheckResult::new(&CheckName::new(Family::Contract, name), verdict, "why");
-        r.name = name.into();
-        r
+        CheckResult::new(&CheckName::parse(&full(name)).expect("a check name"), verdict, "why")
     }
 
     fn known(check: &str) -> KnownFailure {
@@ -388,7 +290,7 @@ mod tests {
 
     fn known_finding(check: &str, kind: FindingKind, facts: &[(&str, &str)]) -> KnownFailure {
         KnownFailure {
-            check: crate::config::CheckPattern::parse(check).unwrap(),
+            check: crate::config::CheckPattern::parse(&full(check)).unwrap(),
             finding: FindingMatch { kind, facts: facts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() },
             reason: "ticket 12".into(),
             origin: ConfigError::whole_file(std::path::Path::new("s.yaml"), ""),
@@ -413,7 +315,10 @@ mod tests {
     #[test]
     fn the_checks_of_one_pair_start_together_and_the_others_first() {
         let pair = |family, client: &str, provider: &str| -> Arc<dyn Check> {
-            Arc::new(Named { name: CheckName::pair(family, client, "->", provider), probe: Idle })
+            Arc::new(Named {
+                name: CheckName::pair(family, client, crate::model::Relation::Admitted, provider),
+                probe: Idle,
+            })
         };
         let planned: Vec<Arc<dyn Check>> = vec![
             pair(Family::Route, "c1", "p1"),
@@ -516,14 +421,7 @@ mod tests {
         #[case] planned: &[&str],
         #[case] unknown: bool,
     ) {
-        let planned: Vec<CheckName> = planned
-            .iter()
-            .map(|n| {
-                let (family, rest) = n.split_once("::").unwrap();
-                let family = serde_json::from_value(serde_json::Value::String(family.into())).unwrap();
-                CheckName::new(family, rest)
-            })
-            .collect();
+        let planned: Vec<CheckName> = planned.iter().map(|n| CheckName::parse(n).unwrap()).collect();
         let known = [known_finding(entry, FindingKind::Hardening, &[])];
         assert_eq!(unknown_baseline_entries(&known, &planned).len(), usize::from(unknown));
         let coverage = pattern_coverage(&known, &planned);
@@ -533,14 +431,5 @@ mod tests {
             (true, false) => assert!(line.contains("matches no check planned"), "{line}"),
             (false, _) => assert!(coverage.is_empty()),
         }
-    }
-
-    #[test]
-    fn transient_lines_move_apart() {
-        let mut r = result("a", Verdict::Passed);
-        r.evidence = vec!["x".into(), format!("{TRANSIENT_MARK}10.0.0.1:80 connected once, not again")];
-        split_transient(&mut r);
-        assert_eq!(r.evidence, vec!["x"]);
-        assert_eq!(r.transient, vec!["10.0.0.1:80 connected once, not again"]);
     }
 }

@@ -116,6 +116,15 @@ pub fn credentials_in(text: &str, credentials: &crate::secret::Redactor) -> Vec<
     found
 }
 
+/// After Ctrl-C a check makes nothing new: its next call fails with this.
+pub fn refuse_new_work() -> Result<(), ApiError> {
+    if crate::interrupt::interrupted() {
+        Err(ApiError::Unreadable { method: "-".into(), path: "-".into(), detail: "interrupted (Ctrl-C)".into() })
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::credentials_in;

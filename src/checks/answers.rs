@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::session::ErrorSeen;
+use super::sessions::ErrorSeen;
 use crate::mcp::{Era, EraChoice, McpClient, McpError, Session, ToolResult};
 
 /// The longest excerpt of a tool's text kept in an observation.

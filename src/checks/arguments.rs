@@ -14,13 +14,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::answers::{CallAnswer, era_words, sessions_in_every_era};
-use super::session::ErrorSeen;
-use super::{contract_vantages, observe_everywhere, wire};
+use super::sessions::ErrorSeen;
+use super::vantage::{contract_vantages, observe_everywhere};
+use super::wire;
+use crate::check::{Check, Probe, RunContext};
 use crate::config::{ReadSpec, Scenario};
 use crate::mcp::{Endpoint, Limits, McpClient, Session, Tool};
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
-use crate::runner::{Check, Probe, RunContext};
 use crate::secret::Secret;
 
 /// The argument no schema declares.
@@ -29,7 +30,7 @@ pub const STRAY_ARGUMENT: &str = "cordon_undeclared_argument";
 const NO_INPUT_TOOLS: usize = 8;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
-    super::for_enabled_providers(scenario, "arguments", |id| ArgumentsCheck { provider: id.to_string() })
+    super::vantage::for_enabled_providers(scenario, "arguments", |id| ArgumentsCheck { provider: id.to_string() })
 }
 
 struct ArgumentsCheck {
@@ -72,7 +73,12 @@ pub struct ArgumentSession {
 impl ArgumentsPlan {
     pub async fn observe(self, view: Rc<NsView>) -> Vec<ArgumentSession> {
         let plan = &self;
-        let seen = super::at_every_replica(&view, &self.endpoints, |r, e| async move { plan.at_replica(&r, &e).await });
+        let seen =
+            super::vantage::at_every_replica(
+                &view,
+                &self.endpoints,
+                |r, e| async move { plan.at_replica(&r, &e).await },
+            );
         seen.await.into_iter().flatten().collect()
     }
 

@@ -26,18 +26,21 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use super::answers::{CallAnswer, era_words, sessions_in_every_era};
-use super::session::ErrorSeen;
-use super::{contract_vantages, observe_everywhere, wire};
+use super::sessions::ErrorSeen;
+use super::vantage::{contract_vantages, observe_everywhere};
+use super::wire;
+use crate::check::{Check, Probe, RunContext};
 use crate::config::{Provider, ReadSpec, Scenario};
 use crate::mcp::{Endpoint, Limits, McpClient};
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
-use crate::runner::{Check, Probe, RunContext};
 use crate::secret::Secret;
 use crate::text::name_list;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
-    super::for_enabled_providers(scenario, "call_allowlist", |id| CallAllowlistCheck { provider: id.to_string() })
+    super::vantage::for_enabled_providers(scenario, "call_allowlist", |id| CallAllowlistCheck {
+        provider: id.to_string(),
+    })
 }
 
 struct CallAllowlistCheck {
@@ -105,7 +108,12 @@ pub struct SessionCalls {
 impl CallsPlan {
     pub async fn observe(self, view: Rc<NsView>) -> Vec<SessionCalls> {
         let plan = &self;
-        let seen = super::at_every_replica(&view, &self.endpoints, |r, e| async move { plan.at_replica(&r, &e).await });
+        let seen =
+            super::vantage::at_every_replica(
+                &view,
+                &self.endpoints,
+                |r, e| async move { plan.at_replica(&r, &e).await },
+            );
         seen.await.into_iter().flatten().collect()
     }
 

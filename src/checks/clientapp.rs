@@ -6,10 +6,10 @@
 use std::future::Future;
 use std::rc::Rc;
 
-use crate::checks::client_target;
+use crate::check::RunContext;
+use crate::checks::vantage::client_target;
 use crate::model::Attempt;
 use crate::netns::NsView;
-use crate::runner::RunContext;
 use crate::webapp::ApiError;
 
 pub fn api_attempt(what: &str, e: &ApiError) -> Attempt {

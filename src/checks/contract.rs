@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::session::{SessionPlan, SessionRun, SessionsPlan, judge_runs, run_session};
-use super::{contract_vantages, observe_everywhere, refusal};
-use crate::config::{Expectation, Family, Provider, Scenario};
-use crate::mcp::{Era, EraChoice, Tool, ToolResult, schema_hash};
+use super::refusal;
+use super::sessions::{SessionPlan, SessionRun, SessionsPlan, judge_runs, run_session};
+use super::vantage::{contract_vantages, observe_everywhere};
+use crate::check::{Check, Probe, RunContext, named};
+use crate::config::{Family, Provider, Scenario};
+use crate::mcp::{Era, EraChoice, Tool, schema_hash};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
 use crate::netns::NsView;
-use crate::runner::{Check, Probe, RunContext, named};
 use crate::text::name_list;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
@@ -52,8 +52,10 @@ pub struct ToolsPlan {
 
 impl ToolsPlan {
     pub async fn observe(self, view: Rc<NsView>) -> Vec<ToolsObservation> {
-        let sessions =
-            self.sessions.into_iter().map(|p| SessionPlan { endpoint: super::in_libc_order(&view, &p.endpoint), ..p });
+        let sessions = self
+            .sessions
+            .into_iter()
+            .map(|p| SessionPlan { endpoint: super::vantage::in_libc_order(&view, &p.endpoint), ..p });
         join_all(sessions.map(|plan| async move {
             let first = run_session(plan.clone()).await;
             let handshake = match first.era {
@@ -265,61 +267,13 @@ impl Probe for ReadCheck {
     }
 }
 
-pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evidence: Vec<String>) -> Attempt {
-    evidence.push(format!("result: {}", crate::text::body_excerpt(result.raw.to_string().as_bytes(), 400)));
-    if result.is_error {
-        return Attempt::failed(
-            vec![Finding::new(
-                FindingKind::ReadFailed,
-                format!(
-                    "read tool `{tool}` returned isError: true: {}",
-                    crate::text::body_excerpt(result.text.join(" ").as_bytes(), 200)
-                ),
-            )],
-            evidence,
-        );
-    }
-    let failed =
-        |message: String| Attempt::failed(vec![Finding::new(FindingKind::ReadFailed, message)], evidence.clone());
-    match expect {
-        Expectation::TextContains(needle) => {
-            if result.text.iter().any(|t| t.contains(needle.as_str())) {
-                Attempt::Pass { evidence }
-            } else {
-                failed(format!("read tool `{tool}` returned no text containing {needle:?}"))
-            }
-        }
-        Expectation::JsonSubset(expected) => {
-            let mut candidates = result
-                .structured
-                .iter()
-                .cloned()
-                .chain(result.text.iter().filter_map(|t| serde_json::from_str::<Value>(t).ok()));
-            if candidates.any(|c| json_contains(&c, expected)) {
-                Attempt::Pass { evidence }
-            } else {
-                failed(format!(
-                    "read tool `{tool}` returned nothing (structuredContent or JSON text) containing {expected}"
-                ))
-            }
-        }
-    }
-}
-
-/// `expected` is contained in `actual`: objects by key (recursively), everything else equal.
-pub fn json_contains(actual: &Value, expected: &Value) -> bool {
-    match (actual, expected) {
-        (Value::Object(a), Value::Object(e)) => {
-            e.iter().all(|(k, ev)| a.get(k).is_some_and(|av| json_contains(av, ev)))
-        }
-        _ => actual == expected,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::sessions::{json_contains, judge_read};
+    use crate::config::Expectation;
     use crate::config::ToolsContract;
+    use crate::mcp::ToolResult;
     use crate::mcp::Transport;
     use serde_json::json;
 

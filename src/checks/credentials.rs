@@ -17,10 +17,10 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use super::refusal::{self, Presented, RefusalPlan, RefusalRule};
-use super::{contract_vantages, observe_everywhere};
+use super::vantage::{contract_vantages, observe_everywhere};
+use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Provider, Scenario};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
-use crate::runner::{Check, Probe, RunContext, named};
 use crate::secret::{Secret, named_forms};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -184,7 +184,7 @@ async fn refused_everywhere(ctx: &RunContext, provider: &Provider, presented: Ve
             let rule =
                 RefusalRule { refusal: provider.refusal, bearer_label: bearer_label.into(), shared_with: vec![] };
             let mut attempt = refusal::judge(&observations, &rule);
-            super::push_evidence(&mut attempt, format!("probed from {from}"));
+            attempt.lead_with(format!("probed from {from}"));
             attempt
         }
         Err(attempt) => attempt,

@@ -17,18 +17,19 @@ use std::sync::Arc;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
+use super::connect::tcp_connect;
 use super::name::{self, NameSeen};
 use super::reach::{Answer, AskWho, Door, who_answers};
 use super::refusal::Try;
 use super::route::listeners_of;
-use super::session::ErrorSeen;
-use super::{pinned, tcp_connect};
+use super::sessions::ErrorSeen;
+use super::vantage::pinned;
+use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Provider, Scenario};
 use crate::deployment::Deployment;
 use crate::engine::Target;
 use crate::mcp::{Ask, Endpoint, EntryPoint, Exchange, Limits, McpClient};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
-use crate::runner::{Check, Probe, RunContext, named};
 use crate::secret::Secret;
 
 mod owners;
@@ -271,7 +272,7 @@ fn doors_on(
     topology: &crate::topology::Topology,
     network: &str,
     containers: &[Target],
-    listening: &BTreeMap<String, Vec<crate::netns::procfs::Listener>>,
+    listening: &BTreeMap<String, Vec<crate::netns::listener::Listener>>,
 ) -> Vec<Door> {
     let mut doors = Vec::new();
     for t in containers {
@@ -329,7 +330,7 @@ impl LookPlan {
         };
         let (named, credential) =
             futures_util::join!(knocking.run(&view), credential_at(doors, &provider, secret, &limits));
-        let (name, knocks, answers, who) = named.map_err(super::plan::reason)?;
+        let (name, knocks, answers, who) = named.map_err(Attempt::into_reason)?;
         Ok(Look { position: label, name, knocks, answers, who, credential })
     }
 }
@@ -465,11 +466,11 @@ fn settled_or_not_ready(attempt: Attempt, looks: &[Look], lookers: &[crate::engi
     let Attempt::Pass { evidence } = attempt else { return attempt };
     let closed_v6 = looks.iter().flat_map(|l| &l.knocks).any(|(a, r)| a.is_ipv6() && r.is_err());
     let addrs = looks.iter().flat_map(|l| l.knocks.iter().map(|(a, _)| a.ip()));
-    let settling = if closed_v6 { super::ipv6_settling(lookers, addrs) } else { vec![] };
+    let settling = if closed_v6 { super::connect::ipv6_settling(lookers, addrs) } else { vec![] };
     if settling.is_empty() {
         return Attempt::Pass { evidence };
     }
-    Attempt::not_ready(super::settling_reason(&settling), evidence)
+    Attempt::not_ready(super::connect::settling_reason(&settling), evidence)
 }
 
 /// Pure: no client routes the name, nothing accepts or answers, and no listener on the
@@ -488,7 +489,7 @@ pub fn judge(url: &str, looks: &[Look], mut evidence: Vec<String>, owners: Optio
                         format!(
                             "still routed: from {from} `{}` resolves to [{}] outside the wildcard set",
                             name.host,
-                            super::join_addrs(&routed)
+                            super::connect::join_addrs(&routed)
                         ),
                     )
                     .fact("host", &name.host),

@@ -21,14 +21,14 @@ use std::time::Duration;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::reach::{self, AskWho, Door, Knock, Surface, Via, knock_all};
+use super::reach::{self, AskWho, Crossing, Door, Knock, Surface, Via, knock_all};
 use super::route::listeners_of;
+use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Mode, Provider, Scenario};
 use crate::dns::ResolvConf;
 use crate::engine::Target;
-use crate::model::{Attempt, CheckName, Finding, FindingKind};
+use crate::model::{Attempt, CheckName, Outcome};
 use crate::netns::NsView;
-use crate::runner::{Check, Probe, RunContext, named};
 use crate::topology::Topology;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
@@ -83,6 +83,10 @@ impl EgressPlan {
 
 impl Probe for EgressCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move { self.run_noting(ctx).await.attempt })
+    }
+
+    fn run_noting<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
             let (deployment, provider) = ctx.deployment(&self.provider);
             let topology = deployment.topology();
@@ -91,12 +95,13 @@ impl Probe for EgressCheck {
                 return Attempt::not_ready(
                     format!("sidecar service `{}` has no running container", provider.service),
                     vec![],
-                );
+                )
+                .into();
             }
             let others = others(&topology, provider);
             let listening = match listeners_of(&deployment, &others).await {
                 Ok(l) => l,
-                Err(attempt) => return attempt,
+                Err(attempt) => return attempt.into(),
             };
             let ask =
                 (deployment.mode == Mode::Swarm).then(|| AskWho { host: "egress-probe".into(), path: "/".into() });
@@ -104,17 +109,19 @@ impl Probe for EgressCheck {
             let mut findings = Vec::new();
             let mut evidence = Vec::new();
             let mut not_ready = Vec::new();
+            let mut transient = Vec::new();
             let sides = Sides { topology: &topology, provider, others: &others, listening: &listening, ask, timeout };
             // Every replica at once: each waits out its connect timeouts.
             let seen = join_all(sidecars.iter().map(|sidecar| sides.observe(&deployment, sidecar))).await;
             for (sidecar, seen) in sidecars.iter().zip(seen) {
                 let (surface, seen) = match seen {
                     Ok(x) => x,
-                    Err(attempt) => return attempt,
+                    Err(attempt) => return attempt.into(),
                 };
                 evidence.push(deployment.probed_by(sidecar, &format!("sidecar {}", provider.service)));
-                let verdict = judge(&sidecar.name, provider, &surface, &seen);
+                let Outcome { attempt: verdict, transient: t } = judge(&sidecar.name, provider, &surface, &seen);
                 let prefix = if sidecars.len() > 1 { format!("{}: ", sidecar.name) } else { String::new() };
+                transient.extend(t.into_iter().map(|l| format!("{prefix}{l}")));
                 match verdict {
                     Attempt::Fail { findings: f, evidence: e } => {
                         findings.extend(f);
@@ -127,7 +134,7 @@ impl Probe for EgressCheck {
                     other => evidence.extend(other.evidence().iter().map(|l| format!("{prefix}{l}"))),
                 }
             }
-            Attempt::settle(findings, not_ready, evidence)
+            Outcome { attempt: Attempt::settle(findings, not_ready, evidence), transient }
         })
     }
 }
@@ -137,7 +144,7 @@ struct Sides<'a> {
     topology: &'a Topology,
     provider: &'a Provider,
     others: &'a [Target],
-    listening: &'a BTreeMap<String, Vec<crate::netns::procfs::Listener>>,
+    listening: &'a BTreeMap<String, Vec<crate::netns::listener::Listener>>,
     /// Swarm: who answers at a door that opened.
     ask: Option<AskWho>,
     timeout: Duration,
@@ -164,7 +171,7 @@ impl Sides<'_> {
             surface.doors.extend(vips);
         }
         let ends = std::iter::once(sidecar).chain(self.others);
-        surface.settling = super::ipv6_settling(ends, surface.doors.iter().map(|d| d.addr.ip()));
+        surface.settling = super::connect::ipv6_settling(ends, surface.doors.iter().map(|d| d.addr.ip()));
         let plan = EgressPlan {
             doors: surface.doors.clone(),
             app: app_doors(self.topology, self.provider, sidecar),
@@ -219,7 +226,7 @@ fn app_doors(topology: &Topology, provider: &Provider, sidecar: &Target) -> Vec<
 }
 
 /// Pure: no door but the app's and DNS opens; the app's does.
-pub fn judge(sidecar: &str, provider: &Provider, surface: &Surface, seen: &EgressSeen) -> Attempt {
+pub fn judge(sidecar: &str, provider: &Provider, surface: &Surface, seen: &EgressSeen) -> Outcome {
     let mut evidence: Vec<String> =
         seen.dns.iter().map(|d| format!("{d}: a name server of the sidecar, allowed")).collect();
     for k in &seen.app {
@@ -232,7 +239,8 @@ pub fn judge(sidecar: &str, provider: &Provider, surface: &Surface, seen: &Egres
                         k.door
                     ),
                     evidence,
-                );
+                )
+                .into();
             }
         }
     }
@@ -243,40 +251,33 @@ pub fn judge(sidecar: &str, provider: &Provider, surface: &Surface, seen: &Egres
     if tried.is_empty() {
         evidence
             .push("no other container of the deployment listens on an address or port the sidecar could try".into());
-        return Attempt::Pass { evidence };
+        return Attempt::Pass { evidence }.into();
     }
     let tried_surface = Surface { doors: tried, ..surface.clone() };
     let who = format!("sidecar replica {sidecar} of `{}`", provider.id);
-    match reach::judge(&tried_surface, &seen.knocks, &who, "a container that is not its app") {
+    let Outcome { attempt, transient } =
+        reach::judge(&tried_surface, &seen.knocks, &who, "a container that is not its app", Crossing::Egress);
+    let attempt = match attempt {
         Attempt::Fail { findings, evidence: e } => {
             evidence.extend(e);
-            let findings = findings
-                .into_iter()
-                .map(|mut f| {
-                    f.kind = FindingKind::Egress;
-                    f.message = f.message.replace(": lateral reach through", ": egress through");
-                    f
-                })
-                .collect::<Vec<Finding>>();
             Attempt::failed(findings, evidence)
         }
-        other => {
-            let (pass, e) = match other {
-                Attempt::NotReady { reason, evidence: e } => (Some(reason), e),
-                o => (None, o.evidence().to_vec()),
-            };
+        Attempt::NotReady { reason, evidence: e } => {
             evidence.extend(e);
-            match pass {
-                Some(reason) => Attempt::not_ready(reason, evidence),
-                None => Attempt::Pass { evidence },
-            }
+            Attempt::not_ready(reason, evidence)
         }
-    }
+        other => {
+            evidence.extend(other.evidence().iter().cloned());
+            Attempt::Pass { evidence }
+        }
+    };
+    Outcome { attempt, transient }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::FindingKind;
 
     fn door(addr: &str, container: &str) -> Door {
         Door { addr: addr.parse().unwrap(), container: container.into(), network: "net-gitea".into(), via: Via::Direct }
@@ -293,7 +294,7 @@ mod tests {
     }
 
     fn provider(app: bool) -> Provider {
-        let mut p = crate::checks::provider_for_tests("gitea", &["get_status"]);
+        let mut p = crate::checks::testing::provider_for_tests("gitea", &["get_status"]);
         p.app = app.then(|| crate::config::AppSpec { service: "gitea".into(), ports: vec![3000] });
         p
     }
@@ -307,9 +308,9 @@ mod tests {
         let app = vec![knock(door("10.0.5.2:3000", "gitea_1"), true)];
         let closed = vec![knock(door("10.0.5.9:8000", "legacy_1"), false)];
         let s = Surface { doors: closed.iter().map(|k| k.door.clone()).collect(), ..Default::default() };
-        assert!(judge("gitea-mcp_1", &provider(true), &s, &seen(closed, app.clone())).is_pass());
+        assert!(judge("gitea-mcp_1", &provider(true), &s, &seen(closed, app.clone())).attempt.is_pass());
         let open = vec![knock(door("10.0.5.9:8000", "legacy_1"), true)];
-        match judge("gitea-mcp_1", &provider(true), &s, &seen(open, app)) {
+        match judge("gitea-mcp_1", &provider(true), &s, &seen(open, app)).attempt {
             Attempt::Fail { findings, .. } => {
                 assert_eq!(findings[0].kind, FindingKind::Egress);
                 assert_eq!(
@@ -324,7 +325,7 @@ mod tests {
     #[test]
     fn a_sidecar_that_reaches_not_even_its_app_proves_nothing() {
         let app = vec![knock(door("10.0.5.2:3000", "gitea_1"), false)];
-        let a = judge("gitea-mcp_1", &provider(true), &Surface::default(), &seen(vec![], app));
+        let a = judge("gitea-mcp_1", &provider(true), &Surface::default(), &seen(vec![], app)).attempt;
         assert!(
             matches!(a, Attempt::NotReady { ref reason, .. } if reason.contains("does not reach its own app")),
             "{a:?}"
@@ -334,7 +335,7 @@ mod tests {
     #[test]
     fn nothing_else_listening_passes_and_says_so() {
         let app = vec![knock(door("10.0.5.2:3000", "gitea_1"), true)];
-        let a = judge("gitea-mcp_1", &provider(true), &Surface::default(), &seen(vec![], app));
+        let a = judge("gitea-mcp_1", &provider(true), &Surface::default(), &seen(vec![], app)).attempt;
         assert!(a.evidence().iter().any(|l| l.contains("no other container")), "{a:?}");
     }
 }

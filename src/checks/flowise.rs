@@ -18,19 +18,14 @@ use std::sync::Arc;
 
 pub use judge::{Desired, describe};
 
+use crate::check::{Check, Skipped, named};
 use crate::config::{Family, Scenario};
 use crate::mcp::Transport;
 use crate::model::CheckName;
-use crate::runner::{Check, Skipped, named};
 
+/// `flowise::<subject>[::<provider>]`.
 fn name(client: &str, subject: &str, provider: Option<&str>) -> CheckName {
-    CheckName {
-        family: Family::Flowise,
-        subject: subject.to_string(),
-        aspect: provider.map(str::to_string),
-        client: Some(client.to_string()),
-        provider: provider.map(str::to_string),
-    }
+    CheckName::of_client(Family::Flowise, client, subject, provider.as_slice(), provider)
 }
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {

@@ -23,20 +23,21 @@ use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
 use super::answers::{CallAnswer, era_words};
-use super::session::ErrorSeen;
-use super::{contract_vantages, observe_everywhere, wire};
+use super::sessions::ErrorSeen;
+use super::vantage::{contract_vantages, observe_everywhere};
+use super::wire;
+use crate::check::{Check, Probe, RunContext};
 use crate::config::{ProviderLimits, ReadSpec, Scenario};
 use crate::mcp::{Endpoint, Limits, McpClient, PageSeen, Session};
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
-use crate::runner::{Check, Probe, RunContext};
 use crate::secret::Secret;
 
 /// How often the request after an oversized one or a burst is asked again while busy.
 const BUSY_RETRIES: usize = 5;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
-    super::for_enabled_providers(scenario, "limits", |id| LimitsCheck { provider: id.to_string() })
+    super::vantage::for_enabled_providers(scenario, "limits", |id| LimitsCheck { provider: id.to_string() })
 }
 
 struct LimitsCheck {
@@ -79,7 +80,8 @@ pub struct LimitsSeen {
 impl LimitsPlan {
     pub async fn observe(self, view: Rc<NsView>) -> Vec<LimitsSeen> {
         let plan = &self;
-        super::at_every_replica(&view, &self.endpoints, |r, e| async move { plan.at_replica(&r, &e).await }).await
+        super::vantage::at_every_replica(&view, &self.endpoints, |r, e| async move { plan.at_replica(&r, &e).await })
+            .await
     }
 
     async fn at_replica(&self, replica: &str, endpoint: &Endpoint) -> LimitsSeen {

@@ -19,18 +19,13 @@ use std::sync::Arc;
 
 pub use judge::WantedClient;
 
+use crate::check::{Check, Skipped, named};
 use crate::config::{Family, Scenario};
 use crate::model::CheckName;
-use crate::runner::{Check, Skipped, named};
 
+/// `n8n::<subject>[::<provider>]`.
 fn name(client: &str, subject: &str, provider: Option<&str>) -> CheckName {
-    CheckName {
-        family: Family::N8n,
-        subject: subject.to_string(),
-        aspect: provider.map(str::to_string),
-        client: Some(client.to_string()),
-        provider: provider.map(str::to_string),
-    }
+    CheckName::of_client(Family::N8n, client, subject, provider.as_slice(), provider)
 }
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use super::join_addrs;
+use super::connect::join_addrs;
 use crate::dns::{AnswerSource, DnsError, NameAnswer, WildcardSet};
 use crate::engine::Target;
 use crate::model::{Attempt, Finding, FindingKind};

@@ -8,10 +8,12 @@ use std::net::{IpAddr, SocketAddr};
 
 use serde::{Deserialize, Serialize};
 
-use super::session::{ErrorSeen, SessionCheckPlan};
-use crate::mcp::{Era, EraChoice, McpClient, McpError};
+use super::sessions::ErrorSeen;
+use crate::config::ReadSpec;
+use crate::mcp::{Endpoint, Era, EraChoice, Limits, McpClient, McpError};
 use crate::model::{Finding, FindingKind};
 use crate::netns::NsView;
+use crate::secret::Secret;
 
 /// One session through the name: each request, where it landed and how it went.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,12 +48,25 @@ pub struct TryStep {
     pub outcome: Result<(), ErrorSeen>,
 }
 
+/// What a session through the name is given: the name, where it may lead (the replicas
+/// the client shares a network with, the service's VIPs), and what to send there.
+pub struct ThroughTheName<'a> {
+    pub host: &'a str,
+    pub replicas: &'a [(Vec<IpAddr>, String)],
+    pub vips: &'a [(IpAddr, String)],
+    pub endpoint: &'a Endpoint,
+    pub port: u16,
+    pub secret: &'a Secret,
+    pub limits: &'a Limits,
+    pub read: Option<&'a ReadSpec>,
+}
+
 /// Opens a session through the name, lists tools and calls the read tool, resolving the
 /// name before every request. Runs in the client's namespace. Request `i` of try `k` goes
 /// to answer `(k + i) mod n`: the rotation DNS round robin gives a client's successive
 /// lookups, made deterministic, so with two replicas every session's second request
 /// lands on the replica that did not open it.
-pub async fn through_the_name(view: &NsView, plan: &SessionCheckPlan, era: EraChoice, try_number: usize) -> NameTry {
+pub async fn through_the_name(view: &NsView, plan: &ThroughTheName<'_>, era: EraChoice, try_number: usize) -> NameTry {
     let mut steps = Vec::new();
     let done = |steps: Vec<TryStep>| NameTry { era, steps, unspoken: false };
     let replica_of = |addr: &IpAddr| plan.replicas.iter().position(|(addrs, _)| addrs.contains(addr));

@@ -29,25 +29,19 @@ pub use judge::Desired;
 /// The prompt and the expectation test the other client families share.
 pub(crate) use tool_call::{meets, nonce, prompt, with_nonce};
 
+use crate::check::{Check, Skipped, named};
 use crate::config::{Family, OpenWebui, Scenario, Suite};
 use crate::mcp::Limits;
 use crate::model::CheckName;
 use crate::openwebui::api::{Api, ApiError, Token};
-use crate::runner::{Check, Skipped, named};
 use crate::secret::{Redactor, Secret};
 
 /// The access cases, in plan order.
 pub const ACCESS_CASES: [&str; 4] = ["one_of_several", "no_group", "wrong_app", "last_group_removed"];
-pub const OIDC_ASPECT: &str = "last_group_removed::oidc";
+pub const OIDC_ASPECT: [&str; 2] = ["last_group_removed", "oidc"];
 
 fn name(client: &str, subject: &str, aspect: Option<&str>, provider: Option<&str>) -> CheckName {
-    CheckName {
-        family: Family::Openwebui,
-        subject: subject.to_string(),
-        aspect: aspect.map(str::to_string),
-        client: Some(client.to_string()),
-        provider: provider.map(str::to_string),
-    }
+    CheckName::of_client(Family::Openwebui, client, subject, aspect.as_slice(), provider)
 }
 
 pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
@@ -118,7 +112,7 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
             access::Access { site: site(()), desired: desired.clone(), case: case.parse().expect("known case") },
         ));
     }
-    let oidc = name(&client, "access", Some(OIDC_ASPECT), None);
+    let oidc = CheckName::of_client(Family::Openwebui, &client, "access", &OIDC_ASPECT, None);
     if webui.oidc.is_some() {
         checks.push(named(oidc, access::Access { site: site(()), desired, case: probes::Case::LastGroupRemovedOidc }));
     } else {

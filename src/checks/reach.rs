@@ -20,14 +20,15 @@ use std::time::Duration;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
+use super::connect::tcp_connect;
 use super::route::listeners_of;
-use super::{client_target, tcp_connect};
+use super::vantage::client_target;
+use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Mode, Provider, Scenario};
 use crate::engine::Target;
-use crate::model::{Attempt, CheckName, Finding, FindingKind};
+use crate::model::{Attempt, CheckName, Finding, FindingKind, Outcome, Relation};
 use crate::netns::NsView;
-use crate::netns::procfs::Listener;
-use crate::runner::{Check, Probe, RunContext, TRANSIENT_MARK, named};
+use crate::netns::listener::Listener;
 
 mod answer;
 use crate::topology::Topology;
@@ -42,14 +43,14 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         for client in scenario.clients.iter().filter(|c| !provider.allowed_consumers.contains(&c.id)) {
             checks.push(named(
-                CheckName::pair(Family::Reach, &client.id, "-/->", &provider.id),
+                CheckName::pair(Family::Reach, &client.id, Relation::NotAdmitted, &provider.id),
                 ReachCheck { client: client.id.clone(), provider: provider.id.clone(), app: false },
             ));
         }
         if provider.app.is_some() {
             for client in &scenario.clients {
                 checks.push(named(
-                    CheckName::pair(Family::Reach, &client.id, "-/->app:", &provider.id),
+                    CheckName::pair(Family::Reach, &client.id, Relation::AppBehind, &provider.id),
                     ReachCheck { client: client.id.clone(), provider: provider.id.clone(), app: true },
                 ));
             }
@@ -139,7 +140,7 @@ pub struct Surface {
     /// the container behind it answers from its own namespace: (container, port) → answer.
     pub references: Option<BTreeMap<(String, u16), Answer>>,
     /// IPv6 addresses on the way still in duplicate address detection (see
-    /// [`super::ipv6_settling`]): until they settle, a failed IPv6 connect proves nothing.
+    /// [`super::connect::ipv6_settling`]): until they settle, a failed IPv6 connect proves nothing.
     pub settling: Vec<String>,
 }
 
@@ -246,21 +247,25 @@ pub async fn knock_all(doors: Vec<Door>, timeout: Duration, ask: Option<AskWho>)
 
 impl Probe for ReachCheck {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move { self.run_noting(ctx).await.attempt })
+    }
+
+    fn run_noting<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
             let (deployment, provider) = ctx.deployment(&self.provider);
             let topology = deployment.topology();
             let client = match client_target(&topology, &ctx.scenario, &self.client) {
                 Ok(t) => t,
-                Err(attempt) => return attempt,
+                Err(attempt) => return attempt.into(),
             };
             let (service, declared) = doors_of(provider, self.app);
             let targets = topology.running(&service).to_vec();
             if targets.is_empty() {
-                return Attempt::not_ready(format!("`{service}` has no running container to probe"), vec![]);
+                return Attempt::not_ready(format!("`{service}` has no running container to probe"), vec![]).into();
             }
             let listening = match listeners_of(&deployment, &targets).await {
                 Ok(l) => l,
-                Err(attempt) => return attempt,
+                Err(attempt) => return attempt.into(),
             };
             let mut gateways = topology.gateways_of(&client);
             if let Ok(facts) = deployment.proc_facts(&client).await {
@@ -271,7 +276,7 @@ impl Probe for ReachCheck {
             let mut surface = surface(&topology, &targets, &listening, &declared, &gateways);
             surface.doors.extend(vip_doors(&topology.vips_of(&service), &service, &surface.doors));
             let ends = std::iter::once(&client).chain(&targets);
-            surface.settling = super::ipv6_settling(ends, surface.doors.iter().map(|d| d.addr.ip()));
+            surface.settling = super::connect::ipv6_settling(ends, surface.doors.iter().map(|d| d.addr.ip()));
             let swarm = deployment.mode == Mode::Swarm;
             let ask = swarm.then(|| AskWho {
                 host: provider.url.host_str().unwrap_or_default().to_string(),
@@ -282,12 +287,12 @@ impl Probe for ReachCheck {
             let plan = KnockPlan { doors: surface.doors.clone(), timeout, ask: ask.clone() };
             let knocks = match deployment.observe(&client, &from, plan).await {
                 Ok(k) => k,
-                Err(attempt) => return attempt,
+                Err(attempt) => return attempt.into(),
             };
             if let Some(ask) = ask.filter(|_| knocks.iter().any(|k| k.first.is_ok())) {
                 match references(&deployment, &targets, &surface.doors, &ask, timeout).await {
                     Ok(refs) => surface.references = Some(refs),
-                    Err(attempt) => return attempt,
+                    Err(attempt) => return attempt.into(),
                 }
             } else if swarm {
                 surface.references = Some(BTreeMap::new());
@@ -302,9 +307,9 @@ impl Probe for ReachCheck {
             } else {
                 format!("client {} is not admitted to `{}` but", self.client, provider.id)
             };
-            let mut attempt = judge(&surface, &knocks, &who, &what);
-            super::push_evidence(&mut attempt, deployment.probed_by(&client, &from));
-            attempt
+            let mut outcome = judge(&surface, &knocks, &who, &what, Crossing::Lateral);
+            outcome.attempt.lead_with(deployment.probed_by(&client, &from));
+            outcome
         })
     }
 }
@@ -340,10 +345,49 @@ fn doors_of(provider: &Provider, app: bool) -> (String, Vec<u16>) {
     (provider.service.clone(), ports)
 }
 
+/// What it means that a door opened: a client's lateral reach, or a sidecar's egress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Crossing {
+    Lateral,
+    Egress,
+}
+
+impl Crossing {
+    fn finding(self, via: &Via) -> (FindingKind, &'static str) {
+        match (self, via) {
+            (Crossing::Lateral, Via::Direct) => (FindingKind::LateralReach, "lateral reach through a shared network"),
+            (Crossing::Lateral, Via::Vip) => {
+                (FindingKind::LateralReach, "lateral reach through the service's virtual IP")
+            }
+            (Crossing::Lateral, Via::Published { .. }) => {
+                (FindingKind::PublishedPortReach, "reach through a port published on the host")
+            }
+            (Crossing::Egress, Via::Direct) => (FindingKind::Egress, "egress through a shared network"),
+            (Crossing::Egress, Via::Vip) => (FindingKind::Egress, "egress through the service's virtual IP"),
+            (Crossing::Egress, Via::Published { .. }) => {
+                (FindingKind::Egress, "reach through a port published on the host")
+            }
+        }
+    }
+}
+
 /// Pure: a reproducible connect to any door fails; a declared port nobody listens on yet
 /// is not ready; a success that did not repeat is transient. With references (swarm),
 /// a connect counts only when its answer is the container's own.
-pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Attempt {
+pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str, crossing: Crossing) -> Outcome {
+    let mut transient = Vec::new();
+    let attempt = judge_knocks(surface, knocks, who, what, crossing, &mut transient);
+    Outcome { attempt, transient }
+}
+
+fn judge_knocks(
+    surface: &Surface,
+    knocks: &[Knock],
+    who: &str,
+    what: &str,
+    crossing: Crossing,
+    transient: &mut Vec<String>,
+) -> Attempt {
     let mut evidence: Vec<String> = surface.loopback_only.clone();
     let mut findings = Vec::new();
     let mut unknown = Vec::new();
@@ -373,13 +417,7 @@ pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Atte
                         }
                     }
                 }
-                let (kind, how) = match &k.door.via {
-                    Via::Direct => (FindingKind::LateralReach, "lateral reach through a shared network"),
-                    Via::Vip => (FindingKind::LateralReach, "lateral reach through the service's virtual IP"),
-                    Via::Published { .. } => {
-                        (FindingKind::PublishedPortReach, "reach through a port published on the host")
-                    }
-                };
+                let (kind, how) = crossing.finding(&k.door.via);
                 findings.push(
                     Finding::new(kind, format!("{who} opened TCP to {what} at {}: {how}", k.door))
                         .fact("addr", k.door.addr)
@@ -387,8 +425,8 @@ pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Atte
                         .fact("network", &k.door.network),
                 );
             }
-            Ok(()) => evidence.push(format!(
-                "{TRANSIENT_MARK}{} connected once but not again ({}): the engine let it through for a moment",
+            Ok(()) => transient.push(format!(
+                "{} connected once but not again ({}): the engine let it through for a moment",
                 k.door,
                 k.repeats
                     .iter()
@@ -402,7 +440,7 @@ pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str) -> Atte
         return Attempt::failed(findings, evidence);
     }
     if !surface.settling.is_empty() && knocks.iter().any(|k| k.door.addr.is_ipv6() && k.first.is_err()) {
-        return Attempt::not_ready(super::settling_reason(&surface.settling), evidence);
+        return Attempt::not_ready(super::connect::settling_reason(&surface.settling), evidence);
     }
     if !surface.not_listening.is_empty() {
         let waiting: Vec<String> = surface.not_listening.iter().map(|(c, p)| format!("{c} on port {p}")).collect();
@@ -484,7 +522,7 @@ mod tests {
         let s = surface(&topo(), &targets, &listens(&[("native_1", &[])]), &[8000], &[]);
         let knocks =
             vec![Knock { door: s.doors[0].clone(), first: Err("refused".into()), repeats: vec![], answer: None }];
-        assert!(matches!(judge(&s, &knocks, "c", "`native`"), Attempt::NotReady { .. }));
+        assert!(matches!(judge(&s, &knocks, "c", "`native`", Crossing::Lateral).attempt, Attempt::NotReady { .. }));
     }
 
     #[rstest::rstest]
@@ -505,7 +543,7 @@ mod tests {
             settling: if settling { vec!["fd00:1::1 on br-1 (the host)".into()] } else { vec![] },
             ..Default::default()
         };
-        let got = match judge(&s, &[k], "c", "`native`") {
+        let got = match judge(&s, &[k], "c", "`native`", Crossing::Lateral).attempt {
             Attempt::NotReady { reason, .. } => {
                 assert!(reason.contains("fd00:1::1 on br-1 (the host)"), "{reason}");
                 "not ready"
@@ -530,7 +568,7 @@ mod tests {
     fn a_reproducible_connect_fails_and_a_flicker_is_transient() {
         let s = Surface { doors: vec![knock("10.0.6.4:8000", Via::Direct, Ok(()), vec![]).door], ..Default::default() };
         let leak = knock("10.0.6.4:8000", Via::Direct, Ok(()), vec![Ok(()), Ok(())]);
-        match judge(&s, &[leak], "c", "`legacy`") {
+        match judge(&s, &[leak], "c", "`legacy`", Crossing::Lateral).attempt {
             Attempt::Fail { findings, .. } => {
                 assert_eq!(findings[0].kind, FindingKind::LateralReach);
                 assert_eq!(findings[0].facts["addr"], "10.0.6.4:8000");
@@ -539,13 +577,26 @@ mod tests {
         }
         let flicker =
             knock("10.0.6.4:8000", Via::Direct, Ok(()), vec![Err("no answer".into()), Err("no answer".into())]);
-        match judge(&s, &[flicker], "c", "`legacy`") {
-            Attempt::Pass { evidence } => assert!(evidence[0].starts_with(TRANSIENT_MARK)),
-            other => panic!("{other:?}"),
-        }
+        let Outcome { attempt, transient } = judge(&s, &[flicker], "c", "`legacy`", Crossing::Lateral);
+        assert!(attempt.is_pass(), "{attempt:?}");
+        assert_eq!(transient.len(), 1, "{transient:?}");
+        assert!(transient[0].contains("connected once but not again (no answer; no answer)"), "{transient:?}");
         let published =
             knock("10.0.0.1:18000", Via::Published { container_port: "8000/tcp".into() }, Ok(()), vec![Ok(()), Ok(())]);
-        let Attempt::Fail { findings, .. } = judge(&s, &[published], "c", "`legacy`") else { panic!() };
+        let Attempt::Fail { findings, .. } =
+            judge(&s, &[published.clone()], "c", "`legacy`", Crossing::Lateral).attempt
+        else {
+            panic!()
+        };
         assert_eq!(findings[0].kind, FindingKind::PublishedPortReach);
+        let Attempt::Fail { findings, .. } = judge(&s, &[published], "c", "`legacy`", Crossing::Egress).attempt else {
+            panic!()
+        };
+        assert_eq!(findings[0].kind, FindingKind::Egress);
+        assert!(
+            findings[0].message.ends_with(": reach through a port published on the host"),
+            "{}",
+            findings[0].message
+        );
     }
 }

@@ -15,12 +15,12 @@ use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::session::ErrorSeen;
-use super::{contract_vantages, observe_everywhere};
+use super::sessions::ErrorSeen;
+use super::vantage::{contract_vantages, observe_everywhere};
+use crate::check::{Probe, RunContext};
 use crate::config::{Provider, Refusal};
 use crate::mcp::{Ask, Endpoint, EntryPoint, Era, EraChoice, Exchange, Limits, McpClient, SessionSource, Transport};
 use crate::model::{Attempt, Finding, FindingKind};
-use crate::runner::{Probe, RunContext};
 use crate::secret::Secret;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +84,7 @@ pub struct RefusalPlan {
 impl RefusalPlan {
     pub async fn observe(self, view: std::rc::Rc<crate::netns::NsView>) -> Vec<ReplicaRefusal> {
         let RefusalPlan { endpoints, provider, valid, presented, limits } = self;
-        let endpoints = endpoints.into_iter().map(|(r, e)| (r, super::in_libc_order(&view, &e)));
+        let endpoints = endpoints.into_iter().map(|(r, e)| (r, super::vantage::in_libc_order(&view, &e)));
         join_all(endpoints.map(|(replica, endpoint)| {
             observe_replica(replica, endpoint, &provider, valid.clone(), presented.clone(), limits.clone())
         }))

@@ -12,22 +12,23 @@ use std::time::Duration;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
+use super::connect::tcp_connect;
 use super::name::{self, NameSeen};
-use super::{client_target, push_evidence, tcp_connect};
+use super::vantage::client_target;
+use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Scenario};
 use crate::deployment::Deployment;
 use crate::engine::Target;
-use crate::model::{Attempt, CheckName, Finding, FindingKind};
+use crate::model::{Attempt, CheckName, Finding, FindingKind, Relation};
 use crate::netns::NsView;
-use crate::netns::procfs::Listener;
-use crate::runner::{Check, Probe, RunContext, named};
+use crate::netns::listener::Listener;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         for client in &provider.allowed_consumers {
             checks.push(named(
-                CheckName::pair(Family::Route, client, "->", &provider.id),
+                CheckName::pair(Family::Route, client, Relation::Admitted, &provider.id),
                 RouteCheck { client: client.clone(), provider: provider.id.clone() },
             ));
         }
@@ -71,7 +72,7 @@ pub struct RoutePlan {
 
 impl RoutePlan {
     pub async fn observe(self, view: Rc<NsView>) -> Result<RouteObservation, String> {
-        let name = name::observe(&view, &self.host, &self.known).await.map_err(super::plan::reason)?;
+        let name = name::observe(&view, &self.host, &self.known).await.map_err(Attempt::into_reason)?;
         let port = self.port;
         let targets: Vec<SocketAddr> = name.routed().into_iter().map(|a| SocketAddr::new(a, port)).collect();
         let outcomes = join_all(targets.iter().map(|a| tcp_connect(*a, self.timeout))).await;
@@ -112,7 +113,16 @@ impl Probe for RouteCheck {
                 return Attempt::not_ready(why, observation.name.evidence());
             }
             let mut attempt = judge(&observation, &roles, &listening, &from);
-            push_evidence(&mut attempt, deployment.probed_by(&client, &from));
+            // The listeners were read before the connect: a replica that stopped or
+            // restarted in between refused as a process that is gone, not as a provider
+            // that listens and turns clients away.
+            if let Attempt::Fail { findings, evidence } = &attempt
+                && findings.iter().any(|f| f.kind == FindingKind::ProviderNotAccepting)
+                && let Some(why) = deployment.unsettled(&providers).await
+            {
+                return Attempt::not_ready(why, evidence.clone());
+            }
+            attempt.lead_with(deployment.probed_by(&client, &from));
             attempt
         })
     }

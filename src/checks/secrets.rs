@@ -23,13 +23,13 @@ use std::sync::Arc;
 
 use futures_util::future::{BoxFuture, join_all};
 
-use super::session::{SessionPlan, SessionsPlan};
+use super::sessions::{SessionPlan, SessionsPlan};
+use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Scenario};
 use crate::engine::Target;
 use crate::engine::logs::{LogRead, LogStream};
 use crate::mcp::EraChoice;
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
-use crate::runner::{Check, Probe, RunContext, named};
 use crate::secret::{MIN_SECRET_LEN, Redactor, Secret, named_forms};
 
 /// Lines read from the end of each container's log.
@@ -178,9 +178,9 @@ impl Probe for LogsCheck {
 async fn sessions_everywhere(ctx: &RunContext) -> Result<Vec<String>, Attempt> {
     let mut lines = Vec::new();
     for provider in ctx.scenario.providers.iter().filter(|p| !p.disabled) {
-        let vantages = super::contract_vantages(ctx, provider)?;
+        let vantages = super::vantage::contract_vantages(ctx, provider)?;
         let secret = ctx.scenario.secret(&provider.credential).clone();
-        let (runs, from) = super::observe_everywhere(ctx, &vantages, |endpoints| SessionsPlan {
+        let (runs, from) = super::vantage::observe_everywhere(ctx, &vantages, |endpoints| SessionsPlan {
             sessions: endpoints
                 .iter()
                 .map(|(replica, endpoint)| SessionPlan {

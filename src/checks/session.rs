@@ -10,15 +10,16 @@ use std::sync::Arc;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::contract::judge_read;
 use super::name::{self, NameSeen};
-use super::name_tries::{NameTry, judge_name_tries, through_the_name};
-use super::{client_target, replicas_from, wire};
+use super::name_tries::{NameTry, ThroughTheName, judge_name_tries, through_the_name};
+use super::sessions::{SessionPlan, SessionRun, judge_runs, run_session};
+use super::vantage::{client_target, replicas_from};
+use super::wire;
+use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Mode, ReadSpec, Scenario};
-use crate::mcp::{Endpoint, Era, EraChoice, Hop, Limits, McpClient, McpError, Tool, ToolResult};
-use crate::model::{Attempt, CheckName, Finding, FindingKind};
+use crate::mcp::{Endpoint, EraChoice, Limits};
+use crate::model::{Attempt, CheckName, Finding, FindingKind, Relation};
 use crate::netns::NsView;
-use crate::runner::{Check, Probe, RunContext, named};
 use crate::secret::Secret;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
@@ -26,177 +27,12 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     for provider in scenario.providers.iter().filter(|p| !p.disabled) {
         for client in &provider.allowed_consumers {
             checks.push(named(
-                CheckName::pair(Family::Session, client, "->", &provider.id),
+                CheckName::pair(Family::Session, client, Relation::Admitted, &provider.id),
                 SessionCheck { client: client.clone(), provider: provider.id.clone() },
             ));
         }
     }
     checks
-}
-
-/// An error as observed: its text, and whether it is the "not ready yet" kind.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ErrorSeen {
-    pub text: String,
-    pub not_ready: bool,
-}
-
-impl From<&McpError> for ErrorSeen {
-    fn from(e: &McpError) -> Self {
-        ErrorSeen { text: e.to_string(), not_ready: e.is_not_ready() }
-    }
-}
-
-/// One session at one replica: how far it got and what it saw.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SessionRun {
-    pub replica: String,
-    /// The address the session's connections ended up on (after any fallback).
-    #[serde(default)]
-    pub connected: Option<SocketAddr>,
-    /// The address it was pinned to first.
-    #[serde(default)]
-    pub first: Option<SocketAddr>,
-    pub era: Option<Era>,
-    pub hops: Vec<Hop>,
-    pub failed: Option<(String, ErrorSeen)>,
-    pub tools: Option<Vec<Tool>>,
-    pub read: Option<ToolResult>,
-}
-
-impl SessionRun {
-    pub fn evidence(&self) -> Vec<String> {
-        let era = match &self.era {
-            Some(Era::Stateless2026) => "Stateless2026 (revision 2026-07-28, no session)".to_string(),
-            Some(Era::Stateful { protocol_version }) => format!("Stateful ({protocol_version})"),
-            Some(Era::LegacySse) => "LegacySse (HTTP+SSE)".to_string(),
-            None => "none (no session)".to_string(),
-        };
-        let mut out = vec![format!("{}: era: {era}", self.replica)];
-        if let (Some(first), Some(connected)) = (self.first, self.connected)
-            && first != connected
-        {
-            out.push(format!(
-                "{}: {first} did not accept; the connect loop fell back to {connected}, as the client's does",
-                self.replica
-            ));
-        }
-        out.extend(self.hops.iter().map(|h| format!("{}: {h}", self.replica)));
-        if let Some(tools) = &self.tools {
-            let names = tools.iter().map(|t| t.name.as_str());
-            out.push(format!("{}: tools/list [{}]", self.replica, crate::text::name_list(names, 40)));
-        }
-        if let Some((step, e)) = &self.failed {
-            out.push(format!("{}: {step} failed: {}", self.replica, e.text));
-        }
-        out
-    }
-}
-
-/// What to do in one session.
-#[derive(Clone, Serialize, Deserialize)]
-pub struct SessionPlan {
-    pub replica: String,
-    pub endpoint: Endpoint,
-    #[serde(with = "wire::secret")]
-    pub secret: Secret,
-    pub limits: Limits,
-    pub era: EraChoice,
-    pub list: bool,
-    #[serde(with = "wire::read")]
-    pub read: Option<ReadSpec>,
-}
-
-/// Several sessions at once, each at its own replica (contract reads).
-#[derive(Clone, Serialize, Deserialize)]
-pub struct SessionsPlan {
-    pub sessions: Vec<SessionPlan>,
-}
-
-impl SessionsPlan {
-    pub async fn observe(self, view: Rc<NsView>) -> Vec<SessionRun> {
-        let sessions =
-            self.sessions.into_iter().map(|p| SessionPlan { endpoint: super::in_libc_order(&view, &p.endpoint), ..p });
-        join_all(sessions.map(run_session)).await
-    }
-}
-
-/// Opens a session, lists tools and/or calls the read tool, and closes it. Runs in the
-/// namespace of the position.
-pub async fn run_session(plan: SessionPlan) -> SessionRun {
-    let mut run = SessionRun {
-        replica: plan.replica.clone(),
-        connected: None,
-        first: plan.endpoint.pin,
-        era: None,
-        hops: vec![],
-        failed: None,
-        tools: None,
-        read: None,
-    };
-    let client = match McpClient::new(plan.endpoint, Some(plan.secret), plan.limits) {
-        Ok(c) => c,
-        Err(e) => {
-            run.failed = Some(("building the HTTP client".into(), (&e).into()));
-            return run;
-        }
-    };
-    let session = match client.connect_era(plan.era).await {
-        Ok(s) => s,
-        Err(e) => {
-            run.hops = client.hops();
-            run.failed = Some(("the handshake".into(), (&e).into()));
-            return run;
-        }
-    };
-    run.era = Some(session.era.clone());
-    run.connected = client.peer();
-    if plan.list {
-        match client.list_tools(&session).await {
-            Ok(tools) => run.tools = Some(tools),
-            Err(e) => run.failed = Some(("tools/list".into(), (&e).into())),
-        }
-    }
-    if let (Some(read), None) = (&plan.read, &run.failed) {
-        match client.call_tool(&session, &read.tool, read.arguments.clone()).await {
-            Ok(result) => run.read = Some(result),
-            Err(e) => run.failed = Some((format!("tools/call {}", read.tool), (&e).into())),
-        }
-    }
-    client.close(session).await;
-    run.hops = client.hops();
-    run
-}
-
-/// Pure: a session that failed is not ready (retried) or a failure naming the replica;
-/// a read that came back is judged against its expectation.
-pub fn judge_runs(runs: &[SessionRun], read: Option<&ReadSpec>, mut evidence: Vec<String>) -> Attempt {
-    let mut findings = Vec::new();
-    let mut not_ready = Vec::new();
-    for run in runs {
-        evidence.extend(run.evidence());
-        if let Some((step, e)) = &run.failed {
-            let text = format!("{}: {step} failed: {}", run.replica, e.text);
-            if e.not_ready {
-                not_ready.push(text);
-            } else {
-                let kind =
-                    if step.starts_with("tools/call") { FindingKind::ReadFailed } else { FindingKind::SessionFailed };
-                findings.push(Finding::new(kind, text).fact("replica", &run.replica));
-            }
-            continue;
-        }
-        if let (Some(read), Some(result)) = (read, &run.read)
-            && let Attempt::Fail { findings: f, evidence: e } = judge_read(&read.tool, &read.expect, result, vec![])
-        {
-            evidence.extend(e.into_iter().map(|l| format!("{}: {l}", run.replica)));
-            findings.extend(f.into_iter().map(|mut f| {
-                f.message = format!("{}: {}", run.replica, f.message);
-                f.fact("replica", &run.replica)
-            }));
-        }
-    }
-    Attempt::settle(findings, not_ready, evidence)
 }
 
 struct SessionCheck {
@@ -246,7 +82,7 @@ pub struct SessionCheckPlan {
 
 impl SessionCheckPlan {
     pub async fn observe(self, view: Rc<NsView>) -> Result<SessionObservation, String> {
-        let name = name::observe(&view, &self.host, &self.known).await.map_err(super::plan::reason)?;
+        let name = name::observe(&view, &self.host, &self.known).await.map_err(Attempt::into_reason)?;
         // The address the client's libc gives first (its connect loop falling back along
         // the answer, as the client's does), then every replica. The credential never goes
         // to an address that is not a replica: a name that leads elsewhere fails on the
@@ -288,7 +124,17 @@ impl SessionCheckPlan {
         });
         let runs = join_all(plans.map(run_session)).await;
         let tries = super::name_tries::ERAS.iter().flat_map(|era| (0..self.name_tries).map(move |k| (*era, k)));
-        let name_tries = join_all(tries.map(|(era, k)| through_the_name(&view, &self, era, k))).await;
+        let route = ThroughTheName {
+            host: &self.host,
+            replicas: &self.replicas,
+            vips: &self.vips,
+            endpoint: &self.endpoint,
+            port: self.port,
+            secret: &self.secret,
+            limits: &self.limits,
+            read: self.read.as_ref(),
+        };
+        let name_tries = join_all(tries.map(|(era, k)| through_the_name(&view, &route, era, k))).await;
         Ok(SessionObservation { name, runs, name_tries })
     }
 }
@@ -385,7 +231,3 @@ impl Probe for SessionCheck {
         })
     }
 }
-
-#[cfg(test)]
-#[path = "session_tests.rs"]
-mod tests;

@@ -10,11 +10,11 @@ use std::rc::Rc;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Mode, Scenario};
 use crate::engine::{HardeningFacts, NetworkFacts, Target};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
 use crate::netns::{self, NsView};
-use crate::runner::{Check, Probe, RunContext, named};
 use crate::topology::Topology;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {

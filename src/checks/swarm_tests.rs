@@ -12,7 +12,7 @@ use crate::dns::{AnswerSource, NameAnswer, WildcardSet};
 use crate::engine::swarm::{EndpointMode, StackFacts, SwarmService};
 use crate::engine::{Attachment, NetworkEndpoint, NetworkFacts, Target};
 use crate::model::{Attempt, FindingKind};
-use crate::netns::procfs::Listener;
+use crate::netns::listener::Listener;
 use crate::topology::{SwarmView, Topology};
 
 fn ip(s: &str) -> IpAddr {
@@ -166,11 +166,15 @@ fn in_swarm_a_door_counts_only_when_the_container_behind_it_answers() {
         |k: &Knock| Surface { doors: vec![k.door.clone()], references: Some(refs.clone()), ..Default::default() };
     // The provider's own answer: lateral reach.
     let k = knock("10.9.6.4:8000", "legacy.1", Via::Direct, Some(own.clone()));
-    let Attempt::Fail { findings, .. } = reach::judge(&surface(&k), &[k], "c", "`legacy`") else { panic!() };
+    let Attempt::Fail { findings, .. } =
+        reach::judge(&surface(&k), &[k], "c", "`legacy`", reach::Crossing::Lateral).attempt
+    else {
+        panic!()
+    };
     assert_eq!(findings[0].kind, FindingKind::LateralReach);
     // The upstream answered (the packet left the overlay): no reach, said in the evidence.
     let k = knock("10.9.6.4:8000", "legacy.1", Via::Direct, Some(answer("404 Not Found", "<html>")));
-    match reach::judge(&surface(&k), &[k], "c", "`legacy`") {
+    match reach::judge(&surface(&k), &[k], "c", "`legacy`", reach::Crossing::Lateral).attempt {
         Attempt::Pass { evidence } => {
             assert!(evidence.iter().any(|e| e.contains("something else answered")), "{evidence:?}")
         }
@@ -178,14 +182,25 @@ fn in_swarm_a_door_counts_only_when_the_container_behind_it_answers() {
     }
     // Nothing to compare with: cannot tell, not a pass.
     let k = knock("10.9.6.4:8000", "legacy.1", Via::Direct, None);
-    assert!(matches!(reach::judge(&surface(&k), &[k], "c", "`legacy`"), Attempt::NotReady { .. }));
+    assert!(matches!(
+        reach::judge(&surface(&k), &[k], "c", "`legacy`", reach::Crossing::Lateral).attempt,
+        Attempt::NotReady { .. }
+    ));
     // A published port is judged by the container port behind it; a VIP by any replica.
     let k =
         knock("10.9.200.1:18232", "legacy.1", Via::Published { container_port: "8000/tcp".into() }, Some(own.clone()));
-    let Attempt::Fail { findings, .. } = reach::judge(&surface(&k), &[k], "c", "`legacy`") else { panic!() };
+    let Attempt::Fail { findings, .. } =
+        reach::judge(&surface(&k), &[k], "c", "`legacy`", reach::Crossing::Lateral).attempt
+    else {
+        panic!()
+    };
     assert_eq!(findings[0].kind, FindingKind::PublishedPortReach);
     let k = knock("10.9.6.2:8000", "legacy", Via::Vip, Some(own));
-    let Attempt::Fail { findings, .. } = reach::judge(&surface(&k), &[k], "c", "`legacy`") else { panic!() };
+    let Attempt::Fail { findings, .. } =
+        reach::judge(&surface(&k), &[k], "c", "`legacy`", reach::Crossing::Lateral).attempt
+    else {
+        panic!()
+    };
     assert!(findings[0].message.contains("virtual IP"), "{}", findings[0].message);
 }
 

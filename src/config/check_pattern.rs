@@ -10,6 +10,7 @@
 use std::fmt;
 
 use super::Family;
+use crate::model::CheckName;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CheckPattern {
@@ -26,16 +27,7 @@ impl CheckPattern {
             return Ok(CheckPattern::Exact(text.to_string()));
         }
         let family = text.split("::").next().unwrap_or_default();
-        let known = [
-            Family::Route,
-            Family::Reach,
-            Family::Session,
-            Family::Contract,
-            Family::Disabled,
-            Family::Sidecar,
-            Family::Openwebui,
-        ];
-        if family.contains('*') || !known.iter().any(|f| f.as_str() == family) {
+        if family.contains('*') || Family::from_name(family).is_none() {
             return Err(format!(
                 "the pattern `{}` must start with a family written out (e.g. `sidecar::*::hardening`): a pattern spans checks of one family, never the whole run",
                 crate::text::sanitize(text)
@@ -57,12 +49,13 @@ impl CheckPattern {
         }
     }
 
-    /// Whether the check named `name` is one this entry speaks for.
-    pub fn matches(&self, name: &str) -> bool {
+    /// Whether the check `name` is one this entry speaks for: an exact entry by the name
+    /// it shows, a pattern segment by segment of its identity (family, subject, aspect).
+    pub fn matches(&self, name: &CheckName) -> bool {
         match self {
-            CheckPattern::Exact(exact) => exact == name,
+            CheckPattern::Exact(exact) => *exact == name.to_string(),
             CheckPattern::Glob(pattern) => {
-                let (mut want, mut have) = (pattern.split("::"), name.split("::"));
+                let (mut want, mut have) = (pattern.split("::"), name.segments().into_iter());
                 loop {
                     match (want.next(), have.next()) {
                         (None, None) => return true,
@@ -122,7 +115,8 @@ mod tests {
     #[case::star_may_be_empty("contract::gitea*::tools", "contract::gitea::tools", true)]
     #[case::suffix_not_reused("contract::*ab*ab::tools", "contract::xab::tools", false)]
     fn patterns_match_segment_by_segment(#[case] pattern: &str, #[case] name: &str, #[case] want: bool) {
-        assert_eq!(CheckPattern::parse(pattern).unwrap().matches(name), want, "{pattern} vs {name}");
+        let name = CheckName::parse(name).unwrap();
+        assert_eq!(CheckPattern::parse(pattern).unwrap().matches(&name), want, "{pattern} vs {name}");
     }
 
     #[rstest::rstest]

@@ -12,6 +12,7 @@ use super::error::{ConfigError, ConfigErrors, parse_yaml, read_file};
 use super::outputs::{DIR_KEY, Outputs};
 use super::strict::{Flag, Whole};
 use crate::mcp::Limits;
+pub use crate::model::{Family, Mode};
 use crate::model::{Finding, FindingKind};
 
 /// The suites shipped with cordon, built into the binary: a release binary run outside
@@ -25,58 +26,6 @@ pub const BUILT_IN: [(&str, &str); 3] = [
 /// Most bytes one response (and one listing's pages together) may be allowed to hold:
 /// the cap bounds cordon's memory, so it is bounded too.
 pub const MAX_RESPONSE_BYTES_LIMIT: u64 = 256 << 20;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// Probes run from cordon's own network namespace against the scenario's URLs.
-    Host,
-    Compose,
-    Swarm,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Family {
-    Route,
-    Reach,
-    Session,
-    Contract,
-    Disabled,
-    Sidecar,
-    Openwebui,
-    Credentials,
-    Secrets,
-    Flowise,
-    N8n,
-}
-
-impl Family {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Family::Route => "route",
-            Family::Reach => "reach",
-            Family::Session => "session",
-            Family::Contract => "contract",
-            Family::Disabled => "disabled",
-            Family::Sidecar => "sidecar",
-            Family::Openwebui => "openwebui",
-            Family::Credentials => "credentials",
-            Family::Secrets => "secrets",
-            Family::Flowise => "flowise",
-            Family::N8n => "n8n",
-        }
-    }
-
-    /// The families each mode can run; the rest need a mode that enters namespaces.
-    pub fn supported_in(self, mode: Mode) -> bool {
-        match mode {
-            Mode::Host => matches!(self, Family::Contract | Family::Credentials),
-            Mode::Compose => true,
-            Mode::Swarm => !matches!(self, Family::Openwebui | Family::Flowise | Family::N8n),
-        }
-    }
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

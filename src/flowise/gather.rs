@@ -224,7 +224,7 @@ pub async fn access(session: &Session, eph: &Ephemeral, managed_prefix: &str) ->
             .collect()
     };
     for url in GUARDED {
-        crate::interrupt::refuse_new_work()?;
+        crate::webapp::refuse_new_work()?;
         let name = super::ephemeral::name("ssrf-probe");
         let body = json!({"name": name, "serverUrl": url, "authType": "NONE"});
         let answer = session.send(Method::POST, ENTRIES, Some(&body)).await?;
@@ -233,7 +233,7 @@ pub async fn access(session: &Session, eph: &Ephemeral, managed_prefix: &str) ->
         }
         view.guard.push(GuardSeen { url: url.into(), status: answer.status, detail: detail(&answer) });
     }
-    crate::interrupt::refuse_new_work()?;
+    crate::webapp::refuse_new_work()?;
     let body = json!({"keyName": super::ephemeral::name("flow-author"), "permissions": AUTHOR_PERMISSIONS});
     let made = items(&session.json(Method::POST, "/api/v1/apikey", Some(&body)).await?);
     let mine = made.iter().find(|k| s(k, "keyName") == super::ephemeral::name("flow-author"));

@@ -132,7 +132,7 @@ pub async fn run(api: &N8nApi, ask: &RunAsk, eph: &Ephemeral) -> Result<RunSeen,
         seen.error = Some(format!("workflow `{}` has no Webhook trigger to run it through", w.name));
         return Ok(seen);
     };
-    crate::interrupt::refuse_new_work()?;
+    crate::webapp::refuse_new_work()?;
     let nonce = super::ephemeral::name(&format!("run-{:08x}", rand::random::<u32>()));
     let body = json!({"question": ask.question, "cordon_run": nonce});
     let patient = api.app.patient(ask.budget)?;

@@ -14,7 +14,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::procfs::{self, Listener};
+use super::listener::Listener;
+use super::procfs;
 
 /// How old a shared read may be.
 pub const MAX_AGE: Duration = Duration::from_millis(250);

@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use nix::sched::{CloneFlags, setns};
 
+pub mod listener;
 pub mod listening;
+pub mod plan;
 pub mod pool;
 pub mod procfs;
 mod sockdiag;

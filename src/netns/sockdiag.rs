@@ -14,7 +14,7 @@ use std::os::unix::fs::MetadataExt;
 
 use nix::sched::{CloneFlags, setns};
 
-use super::procfs::Listener;
+use super::listener::Listener;
 
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
 const NLMSG_ERROR: u16 = 2;

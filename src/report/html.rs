@@ -180,7 +180,7 @@ pub fn render_since(report: &RunReport, since: Option<&crate::compare::Since>) -
         html.push_str("<h2>Reach matrix</h2><p class=\"legend\"><span style=\"background:#2e7d32;color:#fff\">working</span><span style=\"background:#ef6c00;color:#fff\">broken</span><span style=\"background:#cfd8dc\">isolated</span><span style=\"background:#c62828;color:#fff\">LEAK</span><span style=\"background:#f5f5f5\">not judged</span></p>");
         html.push_str(&matrix_svg(&matrix));
     }
-    let mut families: Vec<&str> = report.results.iter().map(|r| r.family.as_str()).collect();
+    let mut families: Vec<&str> = report.results.iter().map(|r| r.id.family.as_str()).collect();
     families.sort();
     families.dedup();
     html.push_str("<h2>Checks</h2><p><label>family <select id=\"family\" onchange=\"applyFilters()\"><option value=\"\">all</option>");
@@ -198,7 +198,7 @@ pub fn render_since(report: &RunReport, since: Option<&crate::compare::Since>) -
         let _ = write!(
             html,
             "<tr class=\"check\" data-family=\"{}\" data-verdict=\"{verdict}\"><td><code>{}</code></td><td class=\"{verdict}\">{}</td><td>{}<pre>",
-            r.family.as_str(),
+            r.id.family.as_str(),
             escape(&r.name),
             r.verdict.as_str(),
             escape(&r.reason)
@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn escaped_and_self_contained() {
         let mut leak = CheckResult::new(
-            &CheckName::pair(Family::Reach, "flowise", "-/->", "legacy"),
+            &CheckName::pair(Family::Reach, "flowise", crate::model::Relation::NotAdmitted, "legacy"),
             Verdict::Failed,
             "x</td><script>alert(1)</script>",
         );

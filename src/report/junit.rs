@@ -17,7 +17,7 @@ pub fn render(report: &RunReport) -> String {
     junit.set_time(report.duration);
     let mut suites: BTreeMap<&str, TestSuite> = BTreeMap::new();
     for result in &report.results {
-        let family = result.family.as_str();
+        let family = result.id.family.as_str();
         let reason = sanitize(&result.reason);
         let status = match result.verdict {
             Verdict::Passed => TestCaseStatus::success(),

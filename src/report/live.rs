@@ -225,11 +225,15 @@ mod tests {
         *console.out.lock().unwrap() = Box::new(Buffer(buffer.clone()));
         let events = LiveEvents(console.clone());
         events.run_started(2);
-        let name = CheckName::pair(Family::Reach, "c", "-/->", "b");
+        let name = CheckName::pair(Family::Reach, "c", crate::model::Relation::NotAdmitted, "b");
         events.check_finished(&CheckResult::new(&name, Verdict::Failed, "opened TCP"));
         let first = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
         assert!(first.contains("test reach::c-/->b ... FAILED"), "{first}");
-        events.check_finished(&CheckResult::new(&CheckName::pair(Family::Route, "a", "->", "b"), Verdict::Passed, ""));
+        events.check_finished(&CheckResult::new(
+            &CheckName::pair(Family::Route, "a", crate::model::Relation::Admitted, "b"),
+            Verdict::Passed,
+            "",
+        ));
         console.finish(0, 1.25);
         let all = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
         assert!(all.contains("test route::a->b   ... ok"), "{all}");

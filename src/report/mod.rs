@@ -57,7 +57,8 @@ pub fn redacted(report: &RunReport, redactor: &Redactor) -> RunReport {
     for r in &mut copy.results {
         scrub(&mut r.name);
         scrub(&mut r.reason);
-        r.client.iter_mut().chain(r.provider.iter_mut()).for_each(scrub);
+        scrub(&mut r.id.subject);
+        r.id.aspect.iter_mut().chain(r.id.client.iter_mut()).chain(r.id.provider.iter_mut()).for_each(scrub);
         r.evidence.iter_mut().chain(r.transient.iter_mut()).for_each(scrub);
         for finding in &mut r.findings {
             scrub(&mut finding.message);

@@ -119,7 +119,7 @@ fn hostile_report() -> RunReport {
         result.reason = format!("tool {h} is not allowlisted");
         result.evidence = HOSTILE.iter().map(|h| format!("served: {h}")).collect();
         result.transient = vec![h.to_string()];
-        result.client = Some(h.into());
+        result.id.client = Some(h.into());
         result.findings = vec![Finding::new(FindingKind::ToolsDisclosed, h).fact(h, h)];
     }
     r

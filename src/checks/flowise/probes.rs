@@ -9,8 +9,9 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 use super::judge::{Desired, judge_access, judge_registry, judge_run};
-use crate::checks::client_target;
+use crate::check::{Probe, RunContext};
 use crate::checks::clientapp::{RunAsk as Ask, credential_index, run_in};
+use crate::checks::vantage::client_target;
 use crate::config::{Flowise, ReadSpec};
 use crate::flowise::api::Session;
 use crate::flowise::ephemeral::{self, Ephemeral};
@@ -18,7 +19,6 @@ use crate::flowise::gather::{self, RunAsk};
 use crate::mcp::Limits;
 use crate::model::Attempt;
 use crate::netns::NsView;
-use crate::runner::{Probe, RunContext};
 use crate::secret::{Redactor, Secret};
 use crate::webapp::{ApiError, WebApp};
 

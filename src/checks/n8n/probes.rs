@@ -8,8 +8,9 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 use super::judge::{WantedClient, judge_client_config, judge_client_run, judge_server, managed_workflow};
-use crate::checks::client_target;
+use crate::check::{Probe, RunContext};
 use crate::checks::clientapp::{RunAsk as Ask, credential_index, run_in};
+use crate::checks::vantage::client_target;
 use crate::config::{N8n, Provider};
 use crate::mcp::Limits;
 use crate::model::Attempt;
@@ -18,7 +19,6 @@ use crate::n8n::ephemeral::{self, Ephemeral};
 use crate::n8n::gather::{self, RunAsk};
 use crate::n8n::observe::WorkflowSeen;
 use crate::netns::NsView;
-use crate::runner::{Probe, RunContext};
 use crate::secret::Secret;
 use crate::webapp::{ApiError, WebApp};
 

@@ -10,6 +10,7 @@ use futures_util::future::BoxFuture;
 use super::Signin;
 use super::judge::Desired;
 use super::probes::{Case, EXCLUSIVE, Phase, Site, first_granted, judge_phases, oidc_of, warnings};
+use crate::check::{Probe, RunContext};
 use crate::config::Oidc;
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
@@ -19,7 +20,6 @@ use crate::openwebui::gather::{self, group_ids};
 use crate::openwebui::idp_admin::Admin;
 use crate::openwebui::observe::GroupSeen;
 use crate::openwebui::oidc::{self, Login};
-use crate::runner::{Probe, RunContext};
 use crate::secret::Secret;
 
 pub struct AccessPlan {

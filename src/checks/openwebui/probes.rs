@@ -16,7 +16,8 @@ use super::Signin;
 use super::connections::judge_connections;
 use super::judge::{Desired, judge_reach, judge_view};
 
-use crate::checks::client_target;
+use crate::check::{Probe, RunContext};
+use crate::checks::vantage::client_target;
 use crate::config::{IdpAdmin, KeycloakGrant, Oidc, OpenWebui};
 use crate::deployment::Deployment;
 use crate::engine::Target;
@@ -28,7 +29,6 @@ use crate::openwebui::gather;
 use crate::openwebui::idp_admin::Admin;
 use crate::openwebui::observe::{AdminView, Destination, UserView};
 use crate::openwebui::oidc::Idp;
-use crate::runner::{Probe, RunContext};
 use crate::secret::Secret;
 use crate::topology::Topology;
 

@@ -17,13 +17,13 @@ use super::Signin;
 use super::connections::judge_connections;
 use super::judge::{Desired, judge_view};
 use super::probes::{ConnectionsSeen, EXCLUSIVE, Site, json_list, observe_connections};
+use crate::check::{Probe, RunContext};
 use crate::engine::Engine;
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::openwebui::api::{Api, ApiError, Token, wait_ready};
 use crate::openwebui::ephemeral::{self, Ephemeral};
 use crate::openwebui::gather::{self, group_ids};
 use crate::openwebui::observe::{AdminView, UserView};
-use crate::runner::{Probe, RunContext};
 
 /// Seconds the engine gives Open WebUI to stop before it kills it.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);

@@ -22,13 +22,13 @@ use serde_json::Value;
 
 use super::Signin;
 use super::probes::{EXCLUSIVE, Site, warnings};
+use crate::check::{Probe, RunContext};
 use crate::config::{Expectation, ReadSpec};
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
 use crate::openwebui::chat::{self, CallSeen, ChatSeen, ToolCallAsk};
 use crate::openwebui::ephemeral::Ephemeral;
 use crate::openwebui::gather::{self, group_ids};
-use crate::runner::{Probe, RunContext};
 
 const CHAT_BUDGET: Duration = Duration::from_secs(60);
 

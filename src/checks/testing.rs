@@ -1,0 +1,27 @@
+//! Scenario pieces for the judges' tables.
+
+use crate::config::Provider;
+
+/// A provider with nothing but an id, an allowlist and defaults, for judges' tables.
+pub(crate) fn provider_for_tests(id: &str, allowlist: &[&str]) -> Provider {
+    Provider {
+        id: id.into(),
+        url: format!("http://{id}:8000/mcp").parse().expect("a URL"),
+        transport: crate::mcp::Transport::StreamableHttp,
+        credential: format!("{id}-token"),
+        refusal: Default::default(),
+        allowed_consumers: vec![],
+        tools: crate::config::ToolsContract {
+            allowlist: allowlist.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        },
+        read: None,
+        disabled: false,
+        app_ports: vec![],
+        service: id.into(),
+        sidecar_networks: None,
+        app: None,
+        networks: vec![],
+        boundary: Default::default(),
+    }
+}

@@ -1,0 +1,92 @@
+//! An observation as data: a [`Plan`] goes into a namespace and its observation comes
+//! out, both serializable, so the same plan runs here after `setns` or in a carrier on
+//! another node (`cordon agent`). This layer knows plans only by this trait; the families
+//! write them, and the agent's registry (`checks::plan`) names every kind.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::rc::Rc;
+
+use futures_util::future::LocalBoxFuture;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::NsView;
+use super::listener::Listener;
+use super::procfs;
+
+/// A plan of one kind, and the observation it yields inside the namespace it runs in.
+pub trait Plan: Serialize + DeserializeOwned + Send + 'static {
+    type Observation: Serialize + DeserializeOwned + Send + 'static;
+    /// The plan's name on the wire to a carrier: `{KIND: plan}` in, `{KIND: observation}` out.
+    const KIND: &'static str;
+    fn observe(self, view: Rc<NsView>) -> LocalBoxFuture<'static, Self::Observation>;
+}
+
+/// The plan as a carrier reads it.
+pub fn encode<P: Plan>(plan: &P) -> Result<Vec<u8>, String> {
+    let value = serde_json::to_value(plan).map_err(|e| format!("encoding the {} plan: {e}", P::KIND))?;
+    serde_json::to_vec(&BTreeMap::from([(P::KIND, value)])).map_err(|e| format!("encoding the {} plan: {e}", P::KIND))
+}
+
+/// The observation a carrier answered for a plan of kind `P`.
+pub fn decode<P: Plan>(bytes: &[u8]) -> Result<P::Observation, String> {
+    let mut tagged: BTreeMap<String, serde_json::Value> = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let value = tagged.remove(P::KIND).ok_or_else(|| {
+        format!("another kind of observation ({})", tagged.keys().cloned().collect::<Vec<_>>().join(", "))
+    })?;
+    serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+/// What a namespace's own `/proc` says: read through `/proc/<pid>` from the host, or by
+/// the agent at pid 1 of the task's pid namespace, which the carrier joins.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProcPlan {
+    pub pid: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcFacts {
+    pub listeners: Vec<Listener>,
+    pub gateways: Vec<IpAddr>,
+    /// Effective uid of the process, from `/proc/<pid>/status`.
+    pub uid: Option<u32>,
+}
+
+impl ProcPlan {
+    pub fn read(&self) -> Result<ProcFacts, String> {
+        let listeners = procfs::listeners(self.pid).map_err(|e| e.to_string())?;
+        let gateways = procfs::default_gateways(self.pid).unwrap_or_default();
+        Ok(ProcFacts { listeners, gateways, uid: effective_uid(self.pid) })
+    }
+}
+
+impl Plan for ProcPlan {
+    type Observation = Result<ProcFacts, String>;
+    const KIND: &'static str = "Proc";
+    fn observe(self, _view: Rc<NsView>) -> LocalBoxFuture<'static, Self::Observation> {
+        Box::pin(async move { self.read() })
+    }
+}
+
+/// The effective uid of a process, from `/proc/<pid>/status`.
+pub fn effective_uid(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_crosses_tagged_with_its_kind_and_another_kind_is_refused() {
+        let bytes = encode(&ProcPlan { pid: 1 }).unwrap();
+        assert_eq!(String::from_utf8(bytes).unwrap(), r#"{"Proc":{"pid":1}}"#);
+        let answer = br#"{"Proc":{"Ok":{"listeners":[],"gateways":[],"uid":0}}}"#;
+        assert_eq!(decode::<ProcPlan>(answer).unwrap().unwrap().uid, Some(0));
+        let err = decode::<ProcPlan>(br#"{"Route":{"Err":"x"}}"#).unwrap_err();
+        assert!(err.contains("another kind of observation (Route)"), "{err}");
+    }
+}
