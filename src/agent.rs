@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use crate::checks::plan::ProbePlan;
-use crate::exit;
+use crate::exit::Ending;
 use crate::netns::{NsPool, Place};
 
 /// Largest plan the agent accepts.
@@ -20,24 +20,24 @@ const MAX_PLAN: u64 = 16 * 1024 * 1024;
 /// However the plan goes, the agent is gone after this long (its carrier with it).
 const LIFETIME: Duration = Duration::from_secs(600);
 
-pub fn main() -> i32 {
+pub fn main() -> Ending {
     let mut text = Vec::new();
     if let Err(e) = std::io::stdin().take(MAX_PLAN).read_to_end(&mut text) {
         eprintln!("cordon agent: reading the plan: {e}");
-        return exit::INFRASTRUCTURE;
+        return Ending::Infrastructure;
     }
     let plan: ProbePlan = match serde_json::from_slice(&text) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("cordon agent: the plan is not valid: {e}");
-            return exit::USAGE;
+            return Ending::Usage;
         }
     };
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cordon agent: cannot start a runtime: {e}");
-            return exit::INFRASTRUCTURE;
+            return Ending::Infrastructure;
         }
     };
     let observed = runtime.block_on(async move {
@@ -49,20 +49,20 @@ pub fn main() -> i32 {
             let mut out = std::io::stdout().lock();
             match serde_json::to_writer(&mut out, &observation).and_then(|_| out.flush().map_err(serde_json::Error::io))
             {
-                Ok(()) => exit::OK,
+                Ok(()) => Ending::Passed,
                 Err(e) => {
                     eprintln!("cordon agent: writing the observation: {e}");
-                    exit::INFRASTRUCTURE
+                    Ending::Infrastructure
                 }
             }
         }
         Ok(Err(e)) => {
             eprintln!("cordon agent: {e}");
-            exit::INFRASTRUCTURE
+            Ending::Infrastructure
         }
         Err(_) => {
             eprintln!("cordon agent: the plan did not finish within {}s", LIFETIME.as_secs());
-            exit::INFRASTRUCTURE
+            Ending::Infrastructure
         }
     }
 }

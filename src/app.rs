@@ -11,7 +11,7 @@ use crate::checks;
 use crate::compare::{self, CompareRequest, Earlier};
 use crate::config::{ConfigErrors, Mode, Outputs, Scenario, Suite};
 use crate::deployment::DiscoveryError;
-use crate::exit;
+use crate::exit::Ending;
 use crate::interrupt;
 use crate::model::{CheckName, CheckResult, RunReport, Verdict};
 use crate::netns::NsPool;
@@ -40,15 +40,15 @@ fn mode_name(mode: Mode) -> &'static str {
     }
 }
 
-pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redactor) -> i32 {
+pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redactor) -> Ending {
     eprintln!("error: invalid {what}:");
     for e in &errors.0 {
         eprintln!("  {}", crate::text::sanitize(&redactor.redact(&e.to_string())));
     }
-    exit::USAGE
+    Ending::Usage
 }
 
-pub fn execute(request: RunRequest) -> i32 {
+pub fn execute(request: RunRequest) -> Ending {
     let RunRequest { scenario, mut suite, redactor, tests, results_dir, project, compare } = request;
     if let Some(dir) = results_dir {
         suite.outputs.override_dir(dir, "--results");
@@ -68,7 +68,7 @@ pub fn execute(request: RunRequest) -> i32 {
     }
     if tests.list {
         console::list(&tests, &names);
-        return exit::OK;
+        return Ending::Passed;
     }
     for (entry, matched) in runner::pattern_coverage(&suite.known_failures, &names) {
         eprintln!("{}", crate::text::sanitize(&runner::describe_coverage(entry, &matched)));
@@ -79,7 +79,7 @@ pub fn execute(request: RunRequest) -> i32 {
     if selected.is_empty() {
         // A typo in a CI filter must not turn into a green job that checked nothing.
         eprintln!("error: no check matches the filter (planned: {}); see --list", names.len());
-        return exit::USAGE;
+        return Ending::Usage;
     }
     // Before anything runs: a report that cannot be written fails now, not after the run.
     if let Err(errors) = suite.outputs.prepare() {
@@ -87,14 +87,14 @@ pub fn execute(request: RunRequest) -> i32 {
         for e in errors {
             eprintln!("  {}", crate::text::sanitize(&redactor.redact(&e)));
         }
-        return exit::USAGE;
+        return Ending::Usage;
     }
     // Read before this run writes anything: the newest run found is an earlier one.
     let earlier = match compare.map(|c| compare::load(&c.path, &suite.outputs.json, c.window)).transpose() {
         Ok(e) => e,
         Err(message) => {
             eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
-            return exit::USAGE;
+            return Ending::Usage;
         }
     };
 
@@ -132,7 +132,7 @@ pub fn execute(request: RunRequest) -> i32 {
                     mode_name(mode),
                     scenario.file.display()
                 );
-                return exit::USAGE;
+                return Ending::Usage;
             };
             let what = if mode == Mode::Swarm { "swarm stack" } else { "compose project" };
             eprintln!("resolving {what} `{project}` through the Docker engine");
@@ -145,7 +145,7 @@ pub fn execute(request: RunRequest) -> i32 {
                 Err(DiscoveryError::Scenario(message)) => {
                     let message = crate::text::sanitize(&redactor.redact(&message));
                     eprintln!("error: invalid scenario {}: {message}", scenario.file.display());
-                    return exit::USAGE;
+                    return Ending::Usage;
                 }
                 Err(DiscoveryError::Infrastructure(message)) => {
                     eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
@@ -174,9 +174,9 @@ fn not_run(selected: &[Arc<dyn Check>], why: &str) -> Vec<CheckResult> {
 }
 
 /// Ctrl-C, and what cordon made is undone: nothing is reported, the run ends at once.
-fn interrupted(runtime: tokio::runtime::Runtime) -> i32 {
+fn interrupted(runtime: tokio::runtime::Runtime) -> Ending {
     runtime.shutdown_background();
-    exit::INTERRUPTED
+    Ending::Interrupted
 }
 
 /// Prints the console summary, writes the reports and picks the exit code. A failed check
@@ -189,7 +189,7 @@ fn finish(
     redactor: &Redactor,
     live: Option<&LiveConsole>,
     earlier: Option<&Earlier>,
-) -> i32 {
+) -> Ending {
     match live {
         Some(console) => console.finish(unselected.len(), report.duration.as_secs_f64()),
         None => console::print(tests, report, unselected, redactor),
@@ -220,7 +220,7 @@ fn finish(
     if let Some(since) = &since {
         say(redactor.redact(report::since::console(since).trim_end()));
     }
-    let code = report.exit_code();
+    let code = report.ending();
     match report::write_all(report, outputs, redactor, since.as_ref()) {
         Ok(paths) => {
             let copies = if outputs.timestamped {
@@ -254,8 +254,8 @@ fn finish(
 
 /// The exit code of a run whose reports could not be written: a failed check still
 /// outranks it (the contract is broken either way); otherwise the harness failed.
-fn exit_when_reports_fail(run_code: i32) -> i32 {
-    if run_code == exit::CHECK_FAILED { run_code } else { exit::INFRASTRUCTURE }
+fn exit_when_reports_fail(run_code: Ending) -> Ending {
+    if run_code == Ending::ChecksFailed { run_code } else { Ending::Infrastructure }
 }
 
 #[cfg(test)]
@@ -264,8 +264,8 @@ mod tests {
 
     #[test]
     fn a_failed_check_outranks_a_report_that_cannot_be_written() {
-        assert_eq!(exit_when_reports_fail(exit::CHECK_FAILED), exit::CHECK_FAILED);
-        assert_eq!(exit_when_reports_fail(exit::OK), exit::INFRASTRUCTURE);
-        assert_eq!(exit_when_reports_fail(exit::INFRASTRUCTURE), exit::INFRASTRUCTURE);
+        assert_eq!(exit_when_reports_fail(Ending::ChecksFailed), Ending::ChecksFailed);
+        assert_eq!(exit_when_reports_fail(Ending::Passed), Ending::Infrastructure);
+        assert_eq!(exit_when_reports_fail(Ending::Infrastructure), Ending::Infrastructure);
     }
 }

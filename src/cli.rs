@@ -8,7 +8,7 @@ use crate::config::credential::{self, Source};
 use crate::config::duration::parse_duration;
 use crate::config::scenario::endpoint_url;
 use crate::config::{Expectation, Provider, ReadSpec, Refusal, Scenario, Suite, ToolsContract};
-use crate::exit;
+use crate::exit::Ending;
 use crate::mcp::{Limits, Transport};
 use crate::secret::Redactor;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -193,20 +193,20 @@ struct ProbeArgs {
     tests: Arguments,
 }
 
-pub fn main() -> i32 {
+pub fn main() -> Ending {
     let parsed = command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m));
     let cli = match parsed {
         Ok(cli) => cli,
         // Help and version go to stdout as clap writes them.
         Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return exit::OK;
+            return Ending::Passed;
         }
         // An argument is echoed in the error: it may hold control characters.
         Err(e) => {
             let text = e.render().to_string();
             eprintln!("{}", text.trim_end().lines().map(crate::text::sanitize).collect::<Vec<_>>().join("\n"));
-            return exit::USAGE;
+            return Ending::Usage;
         }
     };
     let redactor = Redactor::new();
@@ -242,7 +242,7 @@ pub fn main() -> i32 {
             Ok(request) => app::execute(request),
             Err(message) => {
                 eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
-                exit::USAGE
+                Ending::Usage
             }
         },
     }
@@ -334,7 +334,7 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
 }
 
 /// `cordon completions SHELL`: the script, from the same definitions as `--help`.
-fn completions(shell: &str) -> i32 {
+fn completions(shell: &str) -> Ending {
     use clap_complete::Shell;
     let shell = match shell {
         "bash" => Shell::Bash,
@@ -342,5 +342,5 @@ fn completions(shell: &str) -> i32 {
         _ => Shell::Fish,
     };
     clap_complete::generate(shell, &mut command(), "cordon", &mut std::io::stdout());
-    exit::OK
+    Ending::Passed
 }

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::engine::Engine;
-use crate::exit;
+use crate::exit::Ending;
 
 pub const PROJECT: &str = "cordon-demo";
 /// The demo's networks live in 10.240.0.0/16; the end-to-end tests use other ranges.
@@ -140,7 +140,7 @@ impl Stages {
     }
 }
 
-pub fn run(args: DemoArgs) -> i32 {
+pub fn run(args: DemoArgs) -> Ending {
     if args.swarm {
         return swarm::run(args);
     }
@@ -148,18 +148,18 @@ pub fn run(args: DemoArgs) -> i32 {
         Ok(f) => f,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::USAGE;
+            return Ending::Usage;
         }
     };
     if !Path::new(COMPOSE_FILE).exists() {
         eprintln!("error: {COMPOSE_FILE} not found: run `cargo run -- demo` from the repository root");
-        return exit::USAGE;
+        return Ending::Usage;
     }
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     if let Err(e) = runtime.block_on(Engine::connect()) {
         eprintln!("error: the demo needs a running Docker engine and root (to enter container namespaces): {e}");
         eprintln!("       on Debian: apt-get install docker.io docker-compose busybox-static && dockerd &");
-        return exit::INFRASTRUCTURE;
+        return Ending::Infrastructure;
     }
     drop(runtime);
     let tokens: Vec<(String, String)> =
@@ -188,7 +188,7 @@ pub fn run(args: DemoArgs) -> i32 {
     }
 
     if !stages.run(Command::new("bash").arg("docker/build-images.sh"), "images ready", "building the images failed") {
-        return exit::INFRASTRUCTURE;
+        return Ending::Infrastructure;
     }
     let started = Instant::now();
     if !stages.run(
@@ -197,7 +197,7 @@ pub fn run(args: DemoArgs) -> i32 {
         "docker-compose up failed",
     ) {
         stages.run(compose(&files, &env).args(["down", "-v", "-t", "1"]), "torn down", "docker-compose down failed");
-        return exit::INFRASTRUCTURE;
+        return Ending::Infrastructure;
     }
     let containers = count_containers();
     step(&format!(
@@ -210,8 +210,9 @@ pub fn run(args: DemoArgs) -> i32 {
     let code = child::run_suite(&mut stages, &suite, &args.extra, &env);
     child::print_matrix(Path::new("results/report.json"));
     step(&format!(
-        "suite finished in {:.1} s with exit code {code}; reports in results/ (report.html has the reach matrix)",
-        suite_started.elapsed().as_secs_f64()
+        "suite finished in {:.1} s with exit code {}; reports in results/ (report.html has the reach matrix)",
+        suite_started.elapsed().as_secs_f64(),
+        code.exit_code()
     ));
     if args.keep {
         let vars: Vec<String> = env.iter().map(|(k, _)| format!("{k}=x")).collect();

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::exit::Ending;
 use crate::model::{CheckName, Family};
 
 /// (what it proves, where it looks from) for a check, by its family, aspect and subject.
@@ -106,10 +107,10 @@ pub fn describe(name: &CheckName) -> Option<(&'static str, &'static str)> {
 }
 
 /// Prints the explanation and the last evidence for `check` from `results/report.json`.
-pub fn run(check: &str, results: &Path) -> i32 {
+pub fn run(check: &str, results: &Path) -> Ending {
     let Some((what, from)) = CheckName::parse(check).as_ref().and_then(describe) else {
         eprintln!("error: `{check}` is not a check name cordon knows (family::subject[::aspect]; see --list)");
-        return crate::exit::USAGE;
+        return Ending::Usage;
     };
     println!("{check}\n  proves: {what}\n  from:   {from}");
     let path = results.join("report.json");
@@ -117,7 +118,7 @@ pub fn run(check: &str, results: &Path) -> i32 {
         crate::fsutil::read_regular_text(&path, 64 << 20).ok().and_then(|t| serde_json::from_str(&t).ok());
     let Some(report) = report else {
         println!("  last run: no report at {} (run a suite first)", path.display());
-        return crate::exit::OK;
+        return Ending::Passed;
     };
     let found = report["report"]["results"].as_array().and_then(|rs| rs.iter().find(|r| r["name"] == check));
     match found {
@@ -133,7 +134,7 @@ pub fn run(check: &str, results: &Path) -> i32 {
             }
         }
     }
-    crate::exit::OK
+    Ending::Passed
 }
 
 #[cfg(test)]

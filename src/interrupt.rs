@@ -3,7 +3,7 @@
 //! handler for the whole run, and a registry of cleanups, one per family. On the first
 //! Ctrl-C nothing new is made ([`interrupted`]), every registered cleanup runs at once
 //! within 90 s, what could not be undone is printed, and the run ends with
-//! [`exit::INTERRUPTED`]: the cleanup asks for the end ([`request_exit`]) and the run,
+//! [`Ending::Interrupted`]: the cleanup asks for the end ([`request_exit`]) and the run,
 //! which waits on [`unless_interrupted`], returns that code to `main`. A second Ctrl-C
 //! stops at once.
 
@@ -14,8 +14,6 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use crate::exit;
-
 /// Undoes what one family still has pending; returns what it could not undo.
 pub type Cleanup = Arc<dyn Fn() -> BoxFuture<'static, Vec<String>> + Send + Sync>;
 
@@ -25,13 +23,13 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 static EXIT_REQUESTED: AtomicBool = AtomicBool::new(false);
 
 /// What was made is undone (or the budget is spent): the run ends now, with
-/// [`exit::INTERRUPTED`]. Library code never exits the process itself.
+/// [`Ending::Interrupted`]. Library code never exits the process itself.
 pub fn request_exit() {
     EXIT_REQUESTED.store(true, Ordering::SeqCst);
 }
 
 /// Runs `work` to its end, or until an exit is requested after Ctrl-C (then `None`: the
-/// caller returns [`exit::INTERRUPTED`]).
+/// caller returns [`Ending::Interrupted`]).
 pub async fn unless_interrupted<F: std::future::Future>(work: F) -> Option<F::Output> {
     let exit_requested = async {
         while !EXIT_REQUESTED.load(Ordering::SeqCst) {
@@ -54,7 +52,7 @@ extern "C" fn on_sigint(_: libc::c_int) {
     if INTERRUPTED.swap(true, Ordering::SeqCst) {
         // A second Ctrl-C: stop at once.
         // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(exit::INTERRUPTED) };
+        unsafe { libc::_exit(crate::exit::INTERRUPTED_AT_ONCE) };
     }
 }
 

@@ -1,3 +1,3 @@
 fn main() {
-    std::process::exit(cordon::cli::main());
+    std::process::exit(cordon::cli::main().exit_code());
 }

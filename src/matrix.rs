@@ -158,7 +158,7 @@ fn cell_of(results: &[&CheckResult]) -> Cell {
             .iter()
             .flat_map(|r| r.findings.iter())
             .filter(|f| matches!(f.kind, FindingKind::LateralReach | FindingKind::PublishedPortReach))
-            .map(|f| f.facts.get("addr").cloned().unwrap_or_else(|| f.message.clone()))
+            .filter_map(|f| f.facts.get("addr").cloned())
             .collect();
         if !doors.is_empty() {
             return Cell::Leak { doors };

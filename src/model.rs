@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::exit;
+use crate::exit::Ending;
 
 /// How cordon reaches the deployment: from its own namespace, or into the containers of
 /// a compose project or a swarm stack.
@@ -551,14 +551,14 @@ impl RunReport {
 
     /// A contract violation outranks an infrastructure error: it is actionable now,
     /// whatever else could not be reached.
-    pub fn exit_code(&self) -> i32 {
+    pub fn ending(&self) -> Ending {
         let c = self.counts();
         if c.failed > 0 || c.stale_baseline > 0 {
-            exit::CHECK_FAILED
+            Ending::ChecksFailed
         } else if c.unreachable > 0 {
-            exit::INFRASTRUCTURE
+            Ending::Infrastructure
         } else {
-            exit::OK
+            Ending::Passed
         }
     }
 }
@@ -636,10 +636,10 @@ mod tests {
 
     #[test]
     fn exit_codes_follow_verdict_classes() {
-        assert_eq!(report(&[Verdict::Passed, Verdict::Skipped, Verdict::KnownFailure]).exit_code(), exit::OK);
-        assert_eq!(report(&[Verdict::Passed, Verdict::Unreachable]).exit_code(), exit::INFRASTRUCTURE);
-        assert_eq!(report(&[Verdict::Unreachable, Verdict::Failed]).exit_code(), exit::CHECK_FAILED);
-        assert_eq!(report(&[Verdict::StaleBaseline]).exit_code(), exit::CHECK_FAILED);
+        assert_eq!(report(&[Verdict::Passed, Verdict::Skipped, Verdict::KnownFailure]).ending(), Ending::Passed);
+        assert_eq!(report(&[Verdict::Passed, Verdict::Unreachable]).ending(), Ending::Infrastructure);
+        assert_eq!(report(&[Verdict::Unreachable, Verdict::Failed]).ending(), Ending::ChecksFailed);
+        assert_eq!(report(&[Verdict::StaleBaseline]).ending(), Ending::ChecksFailed);
     }
 
     #[test]

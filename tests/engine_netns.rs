@@ -116,7 +116,8 @@ async fn compose_labels_resolve_targets_networks_and_hardening() {
     }
     assert_eq!(engine.service_targets(&project, "provider").await.unwrap().len(), 1);
     match engine.compose_targets(&format!("{project}-absent")).await {
-        Err(e @ EngineError::NoProject { .. }) => assert_eq!(e.exit_code(), 3),
+        // Its exit code (3) is the run's: compose_stack's missing-project test asserts it.
+        Err(EngineError::NoProject { .. }) => {}
         other => panic!("expected NoProject, got {other:?}"),
     }
     match engine.network(&format!("{}-absent", net.name)).await {

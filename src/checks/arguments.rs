@@ -255,10 +255,13 @@ pub fn judge(observed: &[ArgumentSession], mut evidence: Vec<String>) -> Attempt
                 continue;
             }
             Err(e) => {
-                findings.push(Finding::new(
-                    FindingKind::CannotBeJudged,
-                    format!("{}: cannot be judged: no session: {}", s.replica, e.text),
-                ));
+                findings.push(
+                    Finding::new(
+                        FindingKind::CannotBeJudged,
+                        format!("{}: cannot be judged: no session: {}", s.replica, e.text),
+                    )
+                    .fact("replica", &s.replica),
+                );
                 continue;
             }
         };

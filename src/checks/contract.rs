@@ -195,40 +195,58 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool]) -> (Vec<Finding>, Vec<St
     ];
     let mut problems = Vec::new();
     if served.len() != tools.len() {
-        problems.push(Finding::new(
-            FindingKind::ToolsMismatch,
-            format!("{} tool name(s) served more than once", tools.len() - served.len()),
-        ));
+        let mut seen = BTreeSet::new();
+        let twice: Vec<&str> = tools.iter().map(|t| t.name.as_str()).filter(|n| !seen.insert(*n)).collect();
+        problems.push(
+            Finding::new(
+                FindingKind::ToolsMismatch,
+                format!("{} tool name(s) served more than once", tools.len() - served.len()),
+            )
+            .fact("duplicated", name_list(twice, 20)),
+        );
     }
     let extra: Vec<&str> = served.difference(&allowed).copied().collect();
     let missing: Vec<&str> = allowed.difference(&served).copied().collect();
     let mutating: Vec<&str> =
         served.iter().copied().filter(|t| provider.tools.mutating.iter().any(|m| m == t)).collect();
     if !provider.tools.mutating_enabled && !mutating.is_empty() {
-        problems.push(Finding::new(
-            FindingKind::MutatingToolServed,
-            format!("mutating tool(s) served while mutating tools are not enabled: {}", name_list(mutating, 20)),
-        ));
+        let names = name_list(mutating, 20);
+        problems.push(
+            Finding::new(
+                FindingKind::MutatingToolServed,
+                format!("mutating tool(s) served while mutating tools are not enabled: {names}"),
+            )
+            .fact("tools", names),
+        );
     }
     if !extra.is_empty() {
-        problems.push(Finding::new(
-            FindingKind::ToolsMismatch,
-            format!("serves tool(s) outside the allowlist: {}", name_list(extra, 20)),
-        ));
+        let names = name_list(extra, 20);
+        problems.push(
+            Finding::new(FindingKind::ToolsMismatch, format!("serves tool(s) outside the allowlist: {names}"))
+                .fact("extra", names),
+        );
     }
     if !missing.is_empty() {
-        problems.push(Finding::new(
-            FindingKind::ToolsMismatch,
-            format!("does not serve allowlisted tool(s): {} (a subset is not the contract)", name_list(missing, 20)),
-        ));
+        let names = name_list(missing, 20);
+        problems.push(
+            Finding::new(
+                FindingKind::ToolsMismatch,
+                format!("does not serve allowlisted tool(s): {names} (a subset is not the contract)"),
+            )
+            .fact("missing", names),
+        );
     }
     if let Some(pinned) = &provider.tools.schema_sha256
         && *pinned != hash
     {
-        problems.push(Finding::new(
-            FindingKind::SchemaPinMismatch,
-            format!("tool schema hash {hash} differs from the pinned {pinned}"),
-        ));
+        problems.push(
+            Finding::new(
+                FindingKind::SchemaPinMismatch,
+                format!("tool schema hash {hash} differs from the pinned {pinned}"),
+            )
+            .fact("served", &hash)
+            .fact("pinned", pinned),
+        );
     }
     (problems, evidence)
 }

@@ -266,10 +266,10 @@ pub fn judge(limits: &ProviderLimits, observed: &[LimitsSeen], evidence: Vec<Str
                 continue;
             }
             Err(e) => {
-                v.findings.push(Finding::new(
-                    FindingKind::CannotBeJudged,
-                    format!("{r}: cannot be judged: no session: {}", e.text),
-                ));
+                v.findings.push(
+                    Finding::new(FindingKind::CannotBeJudged, format!("{r}: cannot be judged: no session: {}", e.text))
+                        .fact("replica", r),
+                );
                 continue;
             }
         }

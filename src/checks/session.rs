@@ -152,7 +152,7 @@ impl Probe for SessionCheck {
                             "client `{}` is admitted to `{}` but the scenario gives it no credential for it (clients.{}.credentials.{})",
                             client.id, provider.id, client.id, provider.id
                         ),
-                    )],
+                    ).fact("client", &client.id).fact("provider", &provider.id)],
                     vec![],
                 );
             };

@@ -30,6 +30,27 @@ impl From<&McpError> for ErrorSeen {
     }
 }
 
+/// Where in a session it stopped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SessionStep {
+    Client,
+    Handshake,
+    ListTools,
+    /// `tools/call` of this tool.
+    Call(String),
+}
+
+impl std::fmt::Display for SessionStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionStep::Client => f.write_str("building the HTTP client"),
+            SessionStep::Handshake => f.write_str("the handshake"),
+            SessionStep::ListTools => f.write_str("tools/list"),
+            SessionStep::Call(tool) => write!(f, "tools/call {tool}"),
+        }
+    }
+}
+
 /// One session at one replica: how far it got and what it saw.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SessionRun {
@@ -42,7 +63,7 @@ pub struct SessionRun {
     pub first: Option<SocketAddr>,
     pub era: Option<Era>,
     pub hops: Vec<Hop>,
-    pub failed: Option<(String, ErrorSeen)>,
+    pub failed: Option<(SessionStep, ErrorSeen)>,
     pub tools: Option<Vec<Tool>>,
     pub read: Option<ToolResult>,
 }
@@ -120,7 +141,7 @@ pub async fn run_session(plan: SessionPlan) -> SessionRun {
     let client = match McpClient::new(plan.endpoint, Some(plan.secret), plan.limits) {
         Ok(c) => c,
         Err(e) => {
-            run.failed = Some(("building the HTTP client".into(), (&e).into()));
+            run.failed = Some((SessionStep::Client, (&e).into()));
             return run;
         }
     };
@@ -128,7 +149,7 @@ pub async fn run_session(plan: SessionPlan) -> SessionRun {
         Ok(s) => s,
         Err(e) => {
             run.hops = client.hops();
-            run.failed = Some(("the handshake".into(), (&e).into()));
+            run.failed = Some((SessionStep::Handshake, (&e).into()));
             return run;
         }
     };
@@ -137,13 +158,13 @@ pub async fn run_session(plan: SessionPlan) -> SessionRun {
     if plan.list {
         match client.list_tools(&session).await {
             Ok(tools) => run.tools = Some(tools),
-            Err(e) => run.failed = Some(("tools/list".into(), (&e).into())),
+            Err(e) => run.failed = Some((SessionStep::ListTools, (&e).into())),
         }
     }
     if let (Some(read), None) = (&plan.read, &run.failed) {
         match client.call_tool(&session, &read.tool, read.arguments.clone()).await {
             Ok(result) => run.read = Some(result),
-            Err(e) => run.failed = Some((format!("tools/call {}", read.tool), (&e).into())),
+            Err(e) => run.failed = Some((SessionStep::Call(read.tool.clone()), (&e).into())),
         }
     }
     client.close(session).await;
@@ -163,8 +184,10 @@ pub fn judge_runs(runs: &[SessionRun], read: Option<&ReadSpec>, mut evidence: Ve
             if e.not_ready {
                 not_ready.push(text);
             } else {
-                let kind =
-                    if step.starts_with("tools/call") { FindingKind::ReadFailed } else { FindingKind::SessionFailed };
+                let kind = match step {
+                    SessionStep::Call(_) => FindingKind::ReadFailed,
+                    _ => FindingKind::SessionFailed,
+                };
                 findings.push(Finding::new(kind, text).fact("replica", &run.replica));
             }
             continue;
@@ -186,18 +209,23 @@ pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evi
     evidence.push(format!("result: {}", crate::text::body_excerpt(result.raw.to_string().as_bytes(), 400)));
     if result.is_error {
         return Attempt::failed(
-            vec![Finding::new(
-                FindingKind::ReadFailed,
-                format!(
-                    "read tool `{tool}` returned isError: true: {}",
-                    crate::text::body_excerpt(result.text.join(" ").as_bytes(), 200)
-                ),
-            )],
+            vec![
+                Finding::new(
+                    FindingKind::ReadFailed,
+                    format!(
+                        "read tool `{tool}` returned isError: true: {}",
+                        crate::text::body_excerpt(result.text.join(" ").as_bytes(), 200)
+                    ),
+                )
+                .fact("tool", tool)
+                .fact("is_error", true),
+            ],
             evidence,
         );
     }
-    let failed =
-        |message: String| Attempt::failed(vec![Finding::new(FindingKind::ReadFailed, message)], evidence.clone());
+    let failed = |message: String| {
+        Attempt::failed(vec![Finding::new(FindingKind::ReadFailed, message).fact("tool", tool)], evidence.clone())
+    };
     match expect {
         Expectation::TextContains(needle) => {
             if result.text.iter().any(|t| t.contains(needle.as_str())) {

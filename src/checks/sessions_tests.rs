@@ -19,11 +19,8 @@ fn run(replica: &str) -> SessionRun {
     }
 }
 
-fn failed(replica: &str, step: &str, not_ready: bool) -> SessionRun {
-    SessionRun {
-        failed: Some((step.into(), ErrorSeen { text: "connection refused".into(), not_ready })),
-        ..run(replica)
-    }
+fn failed(replica: &str, step: SessionStep, not_ready: bool) -> SessionRun {
+    SessionRun { failed: Some((step, ErrorSeen { text: "connection refused".into(), not_ready })), ..run(replica) }
 }
 
 fn answered(replica: &str, text: &str, is_error: bool) -> SessionRun {
@@ -44,12 +41,12 @@ enum Expect {
 #[rstest]
 #[case::every_replica_reads("all good", vec![answered("r1", "5", false), answered("r2", "5", false)], true, Expect::Pass)]
 #[case::no_read_to_judge("no read spec", vec![run("r1")], false, Expect::Pass)]
-#[case::a_replica_not_ready_yet("retry", vec![answered("r1", "5", false), failed("r2", "initialize", true)], true, Expect::NotReady("r2: initialize failed"))]
-#[case::a_replica_whose_session_fails("fail", vec![answered("r1", "5", false), failed("r2", "initialize", false)], true, Expect::Fail(FindingKind::SessionFailed, "r2: initialize failed: connection refused"))]
-#[case::a_failed_call_is_a_read_failure("call", vec![failed("r1", "tools/call add", false)], true, Expect::Fail(FindingKind::ReadFailed, "r1: tools/call add failed"))]
+#[case::a_replica_not_ready_yet("retry", vec![answered("r1", "5", false), failed("r2", SessionStep::Handshake, true)], true, Expect::NotReady("r2: the handshake failed"))]
+#[case::a_replica_whose_session_fails("fail", vec![answered("r1", "5", false), failed("r2", SessionStep::Handshake, false)], true, Expect::Fail(FindingKind::SessionFailed, "r2: the handshake failed: connection refused"))]
+#[case::a_failed_call_is_a_read_failure("call", vec![failed("r1", SessionStep::Call("add".into()), false)], true, Expect::Fail(FindingKind::ReadFailed, "r1: tools/call add failed"))]
 #[case::a_wrong_answer_at_one_replica("wrong", vec![answered("r1", "5", false), answered("r2", "6", false)], true, Expect::Fail(FindingKind::ReadFailed, "r2: read tool `add` returned no text containing \"5\""))]
 #[case::an_error_result("isError", vec![answered("r1", "5", true)], true, Expect::Fail(FindingKind::ReadFailed, "r1: read tool `add` returned isError: true"))]
-#[case::a_failure_outranks_not_ready("both", vec![failed("r1", "initialize", true), failed("r2", "tools/list", false)], true, Expect::Fail(FindingKind::SessionFailed, "r2: tools/list failed"))]
+#[case::a_failure_outranks_not_ready("both", vec![failed("r1", SessionStep::Handshake, true), failed("r2", SessionStep::ListTools, false)], true, Expect::Fail(FindingKind::SessionFailed, "r2: tools/list failed"))]
 fn judge_runs_table(
     #[case] _what: &str,
     #[case] runs: Vec<SessionRun>,

@@ -125,10 +125,14 @@ pub fn judge_interfaces(
     }
     if on_gwbridge.len() > 1 {
         let list: Vec<String> = on_gwbridge.iter().map(|(i, a)| format!("{i} {a}")).collect();
-        problems.push(Finding::new(
-            FindingKind::AddressOutsideDeclared,
-            format!("{} interfaces on {GWBRIDGE} ({}): swarm gives a task one", on_gwbridge.len(), list.join(", ")),
-        ));
+        problems.push(
+            Finding::new(
+                FindingKind::AddressOutsideDeclared,
+                format!("{} interfaces on {GWBRIDGE} ({}): swarm gives a task one", on_gwbridge.len(), list.join(", ")),
+            )
+            .fact("network", GWBRIDGE)
+            .fact("interfaces", on_gwbridge.len()),
+        );
     }
     for (ifname, addr) in &kernel {
         let home = declared_facts.iter().find(|(_, f)| f.is_some_and(|f| f.contains(*addr)));
@@ -154,31 +158,45 @@ pub fn judge_interfaces(
     }
     for (key, facts) in &declared_facts {
         match facts {
-            None => problems.push(Finding::new(
-                FindingKind::MissingDeclaredNetwork,
-                format!("declared network `{key}` does not exist in project {}", topology.project),
-            )),
-            Some(f) if !kernel.iter().any(|(_, a)| f.contains(*a)) => problems.push(Finding::new(
-                FindingKind::MissingDeclaredNetwork,
-                format!("declared network `{key}` has no interface in the sidecar"),
-            )),
+            None => problems.push(
+                Finding::new(
+                    FindingKind::MissingDeclaredNetwork,
+                    format!("declared network `{key}` does not exist in project {}", topology.project),
+                )
+                .fact("network", key),
+            ),
+            Some(f) if !kernel.iter().any(|(_, a)| f.contains(*a)) => problems.push(
+                Finding::new(
+                    FindingKind::MissingDeclaredNetwork,
+                    format!("declared network `{key}` has no interface in the sidecar"),
+                )
+                .fact("network", key),
+            ),
             Some(_) => {}
         }
     }
     let kernel_addrs: BTreeSet<IpAddr> = kernel.iter().map(|(_, a)| *a).collect();
     let engine_addrs: BTreeSet<IpAddr> = target.addresses().into_iter().collect();
     for missing in engine_addrs.difference(&kernel_addrs) {
-        problems.push(Finding::new(
-            FindingKind::ViewsDisagree,
-            format!("the engine reports {missing} but the kernel has no such address"),
-        ));
+        problems.push(
+            Finding::new(
+                FindingKind::ViewsDisagree,
+                format!("the engine reports {missing} but the kernel has no such address"),
+            )
+            .fact("addr", missing)
+            .fact("seen_by", "engine"),
+        );
     }
     for extra in kernel_addrs.difference(&engine_addrs) {
         if !gwbridge.is_some_and(|g| g.contains(*extra)) {
-            problems.push(Finding::new(
-                FindingKind::ViewsDisagree,
-                format!("the kernel has {extra} but the engine reports no attachment with it"),
-            ));
+            problems.push(
+                Finding::new(
+                    FindingKind::ViewsDisagree,
+                    format!("the kernel has {extra} but the engine reports no attachment with it"),
+                )
+                .fact("addr", extra)
+                .fact("seen_by", "kernel"),
+            );
         }
     }
     for att in &target.attachments {

@@ -9,10 +9,15 @@ use std::process::{Command, Stdio};
 use nix::sys::signal::{SigHandler, Signal, signal};
 
 use super::Stages;
-use crate::exit;
+use crate::exit::Ending;
 
 /// Runs `cordon <suite_args> <extra>` with `env`; its exit code.
-pub(super) fn run_suite(stages: &mut Stages, suite_args: &[&str], extra: &[String], env: &[(String, String)]) -> i32 {
+pub(super) fn run_suite(
+    stages: &mut Stages,
+    suite_args: &[&str],
+    extra: &[String],
+    env: &[(String, String)],
+) -> Ending {
     let exe = std::env::current_exe().expect("path of the running cordon binary");
     let mut child = Command::new(exe);
     child.args(suite_args).args(extra).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
@@ -32,15 +37,12 @@ pub(super) fn run_suite(stages: &mut Stages, suite_args: &[&str], extra: &[Strin
     // SIGINT is ignored only after the spawn, so the child keeps the default.
     // SAFETY: no other thread of this process installs signal handlers.
     let previous = unsafe { signal(Signal::SIGINT, SigHandler::SigIgn) };
-    let code = child
-        .and_then(|mut c| c.wait())
-        .map(|s| s.code().unwrap_or(exit::INFRASTRUCTURE))
-        .unwrap_or(exit::INFRASTRUCTURE);
+    let code = Ending::from_exit_code(child.and_then(|mut c| c.wait()).ok().and_then(|s| s.code()));
     if let Ok(handler) = previous {
         // SAFETY: as above; restores the disposition found before.
         let _ = unsafe { signal(Signal::SIGINT, handler) };
     }
-    if code == exit::USAGE || code == exit::INFRASTRUCTURE {
+    if code == Ending::Usage || code == Ending::Infrastructure {
         stages.show_tail();
     }
     code

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::exit::Ending;
 use crate::import::{Request, args::generate, inventory};
 
 pub const ROLES: &str = "docker/reference/roles";
@@ -14,10 +15,10 @@ const PROJECT: &str = "cordon-reference";
 
 /// Imports into `<results>/scenario.yaml`; the path written and a one-line account, or
 /// the exit code when the metadata is wrong (its errors already printed).
-pub fn import(results: &Path) -> Result<(PathBuf, String), i32> {
+pub fn import(results: &Path) -> Result<(PathBuf, String), Ending> {
     let deployed = inventory::from_inventory(Path::new(INVENTORY)).map_err(|e| {
         eprintln!("error: {e}");
-        crate::exit::USAGE
+        Ending::Usage
     })?;
     let request = Request {
         roles_dir: PathBuf::from(ROLES),
@@ -31,7 +32,7 @@ pub fn import(results: &Path) -> Result<(PathBuf, String), i32> {
     let path = results.join("scenario.yaml");
     std::fs::write(&path, &text).map_err(|e| {
         eprintln!("error: cannot write {}: {e}", path.display());
-        crate::exit::INFRASTRUCTURE
+        Ending::Infrastructure
     })?;
     let same = std::fs::read_to_string(CHECKED_IN).is_ok_and(|t| t == text);
     let account = format!(

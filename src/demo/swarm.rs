@@ -12,7 +12,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use super::{DemoArgs, LOG, Stages, step};
-use crate::exit;
+use crate::exit::Ending;
 
 pub const STACK: &str = "cordon-demo";
 /// The demo stack's networks: 10.172.10.0/24 … 10.172.16.0/24.
@@ -197,10 +197,10 @@ fn output(cmd: &mut Command) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-pub fn run(args: DemoArgs) -> i32 {
+pub fn run(args: DemoArgs) -> Ending {
     if !Path::new(DEPLOY).exists() {
         eprintln!("error: {DEPLOY} not found: run `cargo run -- demo --swarm` from the repository root");
-        return exit::USAGE;
+        return Ending::Usage;
     }
     let tokens: Vec<(String, String)> = super::TOKEN_VARS
         .iter()
@@ -219,14 +219,14 @@ pub fn run(args: DemoArgs) -> i32 {
         step(&format!("output of image builds and docker stack goes to {LOG} (--verbose shows it here)"));
     }
     if !stages.run(Command::new("bash").arg("docker/build-images.sh"), "images ready", "building the images failed") {
-        return exit::INFRASTRUCTURE;
+        return Ending::Infrastructure;
     }
     let started = Instant::now();
     let host = match SwarmHost::prepare(&[&format!("{SUBNET}.0.0/16")]) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("error: {e}");
-            return exit::INFRASTRUCTURE;
+            return Ending::Infrastructure;
         }
     };
     let which = if host.initialized() {
@@ -242,7 +242,7 @@ pub fn run(args: DemoArgs) -> i32 {
     };
     if !stages.run(&mut deploy("up"), "stack deployed", "docker stack deploy failed") {
         stages.run(&mut deploy("down"), "stack removed", "removing the stack failed");
-        return exit::INFRASTRUCTURE;
+        return Ending::Infrastructure;
     }
     step(&format!(
         "reference stack `{STACK}` on {SUBNET}.{BLOCK}0.0/24 … {SUBNET}.{BLOCK}7.0/24; running suites/swarm.yaml"
@@ -252,8 +252,9 @@ pub fn run(args: DemoArgs) -> i32 {
     let code = super::child::run_suite(&mut stages, &suite, &args.extra, &env);
     super::child::print_matrix(Path::new(REPORT));
     step(&format!(
-        "suite finished in {:.1} s with exit code {code}; reports in results/swarm/ (report.html has the reach matrix)",
-        suite_started.elapsed().as_secs_f64()
+        "suite finished in {:.1} s with exit code {}; reports in results/swarm/ (report.html has the reach matrix)",
+        suite_started.elapsed().as_secs_f64(),
+        code.exit_code()
     ));
     if args.keep {
         step(&format!(

@@ -59,11 +59,6 @@ pub enum EngineError {
 }
 
 impl EngineError {
-    /// Every engine error is an infrastructure error: the harness could not look.
-    pub fn exit_code(&self) -> i32 {
-        crate::exit::INFRASTRUCTURE
-    }
-
     fn api(action: impl Into<String>, err: bollard::errors::Error) -> Self {
         EngineError::Api { action: action.into(), detail: describe(&err) }
     }
@@ -350,7 +345,6 @@ mod tests {
         match select_running("demo", "nope", &services) {
             Err(e @ EngineError::NoService { .. }) => {
                 assert!(e.to_string().contains("app, db"), "{e}");
-                assert_eq!(e.exit_code(), 3);
             }
             other => panic!("{other:?}"),
         }
@@ -361,7 +355,6 @@ mod tests {
         let err = Engine::connect_to("unix:///nonexistent/cordon-test.sock").await.unwrap_err();
         assert!(matches!(err, EngineError::Unreachable { .. }), "{err:?}");
         assert!(err.to_string().contains("is dockerd running?"), "{err}");
-        assert_eq!(err.exit_code(), 3);
         let err = Engine::connect_to("ftp://nowhere").await.unwrap_err();
         assert!(matches!(err, EngineError::Unreachable { .. }), "{err:?}");
     }

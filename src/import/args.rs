@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::decide::{Request, import};
 use super::model::Import;
 use super::{check, emit, inventory};
-use crate::exit;
+use crate::exit::Ending;
 
 #[derive(clap::Subcommand)]
 pub enum Platform {
@@ -45,7 +45,7 @@ pub struct ImportArgs {
     pin_schema: Vec<String>,
 }
 
-pub fn run(platform: Platform) -> i32 {
+pub fn run(platform: Platform) -> Ending {
     let Platform::Infinito(args) = platform;
     let deployed = match (&args.inventory, args.deployed.as_slice()) {
         (Some(path), _) => inventory::from_inventory(path).map_err(|e| e.to_string()),
@@ -79,7 +79,7 @@ pub fn run(platform: Platform) -> i32 {
         return match check::drift(path, &text) {
             Ok(None) => {
                 eprintln!("{} matches the role metadata", path.display());
-                exit::OK
+                Ending::Passed
             }
             Ok(Some(diff)) => {
                 println!("{diff}");
@@ -87,7 +87,7 @@ pub fn run(platform: Platform) -> i32 {
                     "error: {} no longer matches the role metadata (diff above: - the file, + the metadata); regenerate it with --out",
                     path.display()
                 );
-                exit::CHECK_FAILED
+                Ending::ChecksFailed
             }
             Err(e) => usage(&e.to_string()),
         };
@@ -96,19 +96,19 @@ pub fn run(platform: Platform) -> i32 {
         Some(path) => match std::fs::write(path, &text) {
             Ok(()) => {
                 eprintln!("wrote {}", path.display());
-                exit::OK
+                Ending::Passed
             }
             Err(e) => usage(&format!("cannot write {}: {e}", path.display())),
         },
         None => {
             print!("{text}");
-            exit::OK
+            Ending::Passed
         }
     }
 }
 
 /// Imports and renders; on failure, the errors are printed and the exit code returned.
-pub fn generate(request: &Request, pins: &BTreeMap<String, String>) -> Result<(Import, String), i32> {
+pub fn generate(request: &Request, pins: &BTreeMap<String, String>) -> Result<(Import, String), Ending> {
     let mut import = match import(request) {
         Ok(i) => i,
         Err(errors) => {
@@ -116,7 +116,7 @@ pub fn generate(request: &Request, pins: &BTreeMap<String, String>) -> Result<(I
             for e in &errors.0 {
                 eprintln!("  {e}");
             }
-            return Err(exit::USAGE);
+            return Err(Ending::Usage);
         }
     };
     for (id, hash) in pins {
@@ -154,9 +154,9 @@ fn parse_pins(pins: &[String]) -> Result<BTreeMap<String, String>, String> {
     Ok(out)
 }
 
-fn usage(message: &str) -> i32 {
+fn usage(message: &str) -> Ending {
     eprintln!("error: {}", crate::text::sanitize(message));
-    exit::USAGE
+    Ending::Usage
 }
 
 /// What was imported and what was not, on standard error.

@@ -73,13 +73,6 @@ pub enum NetnsError {
     Mismatch { pid: u32, label: String, expected: u64, seen: u64 },
 }
 
-impl NetnsError {
-    /// A namespace that cannot be entered is an infrastructure error.
-    pub fn exit_code(&self) -> i32 {
-        crate::exit::INFRASTRUCTURE
-    }
-}
-
 /// How long the runtime's leftover blocking work (e.g. a `getaddrinfo` call) may hold
 /// the thread after the job finished.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -252,7 +245,6 @@ mod tests {
         // Pids are bounded by pid_max (at most 2^22), so this one never exists.
         let err = run_in_netns(u32::MAX - 1, |_| async {}).unwrap_err();
         assert_eq!(err, NetnsError::NoSuchProcess { pid: u32::MAX - 1 });
-        assert_eq!(err.exit_code(), 3);
     }
 
     #[test]

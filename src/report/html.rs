@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::exit::Ending;
 use crate::matrix::{Cell, Matrix};
 use crate::model::{RunReport, Verdict};
 
@@ -146,10 +147,10 @@ pub fn render_since(report: &RunReport, since: Option<&crate::compare::Since>) -
         "<title>cordon: {}</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body>",
         escape(&report.scenario)
     );
-    let status = match report.exit_code() {
-        0 => "all checks hold",
-        1 => "contract violated",
-        _ => "infrastructure error",
+    let status = match report.ending() {
+        Ending::Passed => "all checks hold",
+        Ending::ChecksFailed => "contract violated",
+        Ending::Infrastructure | Ending::Usage | Ending::Interrupted => "infrastructure error",
     };
     let _ = write!(
         html,

@@ -17,7 +17,7 @@ pub fn render_since(report: &RunReport, since: Option<&crate::compare::Since>) -
     let mut value = serde_json::json!({
         "report": report,
         "counts": report.counts(),
-        "exit_code": report.exit_code(),
+        "exit_code": report.ending().exit_code(),
     });
     if let Some(since) = since {
         value["since"] = serde_json::to_value(since).expect("the comparison always serializes");

@@ -11,6 +11,7 @@ use std::fmt::Write;
 
 use super::escape::longest_backtick_run;
 pub use super::escape::{code_span, text};
+use crate::exit::Ending;
 use crate::matrix::Matrix;
 use crate::model::{RunReport, Verdict};
 use crate::text::sanitize;
@@ -25,10 +26,10 @@ pub fn render(report: &RunReport, html: &str) -> String {
 pub fn render_since(report: &RunReport, html: &str, since: Option<&crate::compare::Since>) -> String {
     let c = report.counts();
     let mut md = String::new();
-    let status = match report.exit_code() {
-        0 => "✅ all checks hold",
-        1 => "❌ contract violated",
-        _ => "⚠️ infrastructure error",
+    let status = match report.ending() {
+        Ending::Passed => "✅ all checks hold",
+        Ending::ChecksFailed => "❌ contract violated",
+        Ending::Infrastructure | Ending::Usage | Ending::Interrupted => "⚠️ infrastructure error",
     };
     let _ = writeln!(md, "# cordon: {status}\n");
     let _ = writeln!(

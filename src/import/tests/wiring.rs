@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::errors::{adapter_with, spec_sha};
 use super::{BOTH, Tree};
+use crate::exit::Ending;
 use crate::import::args::generate;
 use crate::import::decide::Request;
 use crate::import::emit;
@@ -135,7 +136,7 @@ fn a_pinned_served_hash_is_written_and_a_wrong_pin_refused() {
     let (_, text) = generate(&tree.request(BOTH), &pins).unwrap();
     assert!(text.contains(&format!("      schema_sha256: {hash}\n")), "{text}");
     let wrong = BTreeMap::from([("web-app-nope".to_string(), hash)]);
-    assert_eq!(generate(&tree.request(BOTH), &wrong).err(), Some(crate::exit::USAGE));
+    assert_eq!(generate(&tree.request(BOTH), &wrong).err(), Some(Ending::Usage));
 }
 
 #[test]
