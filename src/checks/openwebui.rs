@@ -53,7 +53,8 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
         )];
     };
     let desired = Desired::of(scenario, &client);
-    let site = |_: ()| probes::Site { client: client.clone() };
+    let turns = probes::Turns::default();
+    let site = |_: ()| probes::Site { client: client.clone(), turns: turns.clone() };
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     checks.push(named(
         name(&client, "connections", None, None),

@@ -247,6 +247,13 @@ pub fn is_valid_id(id: &str) -> bool {
     !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
+/// The ids a scenario defines, for the errors that list them.
+struct Ids<'r> {
+    credentials: Vec<&'r String>,
+    clients: Vec<&'r String>,
+    providers: Vec<&'r String>,
+}
+
 struct Validator<'a> {
     file: &'a Path,
     errors: Vec<ConfigError>,
@@ -258,8 +265,6 @@ impl Validator<'_> {
     }
 
     fn resolve(mut self, raw: ScenarioFile, redactor: &Redactor) -> Result<Scenario, ConfigErrors> {
-        let credential_ids: Vec<&String> = raw.credentials.keys().collect();
-        let client_ids: Vec<&String> = raw.clients.keys().collect();
         let empty = BTreeMap::new();
         let provider_map = raw.providers.as_ref().map_or(&empty, |p| &p.value);
         if provider_map.is_empty() {
@@ -271,251 +276,21 @@ impl Validator<'_> {
                     .push(ConfigError { key: "providers".into(), ..ConfigError::whole_file(self.file, message) }),
             }
         }
-        let provider_ids: Vec<&String> = provider_map.keys().collect();
+        let ids = Ids {
+            credentials: raw.credentials.keys().collect(),
+            clients: raw.clients.keys().collect(),
+            providers: provider_map.keys().collect(),
+        };
 
-        let mut providers = Vec::new();
-        for (id, spanned) in provider_map {
-            let at = &spanned.referenced;
-            let p = &spanned.value;
-            let key = format!("providers.{id}");
-            if !is_valid_id(id) {
-                self.error(
-                    at,
-                    key.clone(),
-                    format!("provider id `{id}` may hold only letters, digits, `-`, `_` and `.`"),
-                );
-            }
-            let url = match endpoint_url(&p.url.value) {
-                Ok(u) => Some(u),
-                Err(message) => {
-                    self.error(&p.url.referenced, format!("{key}.url"), message);
-                    None
-                }
-            };
-            if !raw.credentials.contains_key(&p.credential.value) {
-                self.error(
-                    &p.credential.referenced,
-                    format!("{key}.credential"),
-                    format!(
-                        "credential `{}` is not defined under `credentials` (defined: {})",
-                        p.credential.value,
-                        list(&credential_ids)
-                    ),
-                );
-            }
-            for consumer in &p.allowed_consumers {
-                if !raw.clients.contains_key(&consumer.value) {
-                    self.error(
-                        &consumer.referenced,
-                        format!("{key}.allowed_consumers"),
-                        format!(
-                            "`{}` is not a client of this scenario (clients: {})",
-                            consumer.value,
-                            list(&client_ids)
-                        ),
-                    );
-                }
-            }
-            self.check_tools(&key, p);
-            if let Some(hash) = &p.tools.value.schema_sha256
-                && (hash.value.len() != 64 || !hash.value.bytes().all(|b| b.is_ascii_hexdigit()))
-            {
-                self.error(
-                    &hash.referenced,
-                    format!("{key}.tools.schema_sha256"),
-                    format!("`{}` is not a hex sha256 (64 hex digits)", hash.value),
-                );
-            }
-            if let Some(read) = &p.read {
-                if !p.tools.value.allowlist.contains(&read.value.tool) {
-                    self.error(
-                        &read.referenced,
-                        format!("{key}.read.tool"),
-                        format!(
-                            "read tool `{}` is not in the allowlist ({})",
-                            read.value.tool,
-                            p.tools.value.allowlist.join(", ")
-                        ),
-                    );
-                }
-                if !read.value.arguments.is_object() {
-                    self.error(&read.referenced, format!("{key}.read.arguments"), "arguments must be a mapping".into());
-                }
-            }
-            if let Some(sidecar) = &p.sidecar
-                && sidecar.value.networks.is_empty()
-            {
-                self.error(
-                    &sidecar.referenced,
-                    format!("{key}.sidecar.networks"),
-                    "a sidecar must declare at least its provider's network".into(),
-                );
-            }
-            if p.app.as_ref().is_some_and(|a| a.ports.is_empty()) {
-                self.error(
-                    at,
-                    format!("{key}.app.ports"),
-                    "list the ports the app listens on: reach checks probe exactly those".into(),
-                );
-            }
-            let keys = ProviderKeys {
-                denied_tools: &p.denied_tools,
-                strict_arguments: p.strict_arguments,
-                limits: p.limits.as_ref(),
-                retired: &p.retired,
-                specification: p.specification.as_ref(),
-            };
-            let context = ProviderContext {
-                key: &key,
-                credential: &p.credential.value,
-                allowlist: &p.tools.value.allowlist,
-                credential_ids: &credential_ids,
-            };
-            let boundary = boundary::resolve_provider(self.file, &keys, &context)
-                .map_err(|e| self.errors.extend(e))
-                .unwrap_or_default();
-            if let Some(url) = url {
-                providers.push(Provider {
-                    id: id.clone(),
-                    url,
-                    transport: p.transport,
-                    credential: p.credential.value.clone(),
-                    refusal: p.refusal,
-                    allowed_consumers: p.allowed_consumers.iter().map(|c| c.value.clone()).collect(),
-                    tools: ToolsContract {
-                        allowlist: p.tools.value.allowlist.clone(),
-                        schema_sha256: p.tools.value.schema_sha256.as_ref().map(|h| h.value.to_ascii_lowercase()),
-                        mutating: p.tools.value.mutating.clone(),
-                        mutating_enabled: p.tools.value.mutating_enabled.0,
-                    },
-                    read: p.read.as_ref().map(|r| ReadSpec {
-                        tool: r.value.tool.clone(),
-                        arguments: r.value.arguments.clone(),
-                        expect: r.value.expect.clone(),
-                    }),
-                    disabled: p.disabled.0,
-                    app_ports: p.app_ports.iter().map(|p| p.0).collect(),
-                    service: p.service.clone().unwrap_or_else(|| id.clone()),
-                    sidecar_networks: p.sidecar.as_ref().map(|s| s.value.networks.clone()),
-                    app: p
-                        .app
-                        .as_ref()
-                        .map(|a| AppSpec { service: a.service.clone(), ports: a.ports.iter().map(|p| p.0).collect() }),
-                    networks: p.networks.clone(),
-                    boundary,
-                });
-            }
-        }
-
-        let mut clients = Vec::new();
-        for (id, spanned) in &raw.clients {
-            let key = format!("clients.{id}");
-            if !is_valid_id(id) {
-                self.error(
-                    &spanned.referenced,
-                    key.clone(),
-                    format!("client id `{id}` may hold only letters, digits, `-`, `_` and `.`"),
-                );
-            }
-            for (provider, credential) in &spanned.value.credentials {
-                if !provider_map.contains_key(provider) {
-                    self.error(
-                        &credential.referenced,
-                        format!("{key}.credentials.{provider}"),
-                        format!("`{provider}` is not a provider of this scenario (providers: {})", list(&provider_ids)),
-                    );
-                }
-                if !raw.credentials.contains_key(&credential.value) {
-                    self.error(
-                        &credential.referenced,
-                        format!("{key}.credentials.{provider}"),
-                        format!(
-                            "credential `{}` is not defined under `credentials` (defined: {})",
-                            credential.value,
-                            list(&credential_ids)
-                        ),
-                    );
-                }
-                if let Some(p) = provider_map.get(provider) {
-                    let k = format!("{key}.credentials.{provider}");
-                    self.errors.extend(boundary::held_retired(self.file, &k, provider, credential, &p.value.retired));
-                }
-            }
-            let facts: Vec<RevokedFacts> = provider_map
-                .iter()
-                .map(|(p, f)| RevokedFacts {
-                    id: p,
-                    // A disabled provider admits nobody: its `allowed_consumers` are former ones.
-                    admits_client: !f.value.disabled.0 && f.value.allowed_consumers.iter().any(|c| &c.value == id),
-                })
-                .collect();
-            let revoked = boundary::resolve_revoked(
-                self.file,
-                &key,
-                &spanned.value.revoked,
-                &spanned.value.credentials,
-                &facts,
-                &credential_ids,
-            )
-            .map_err(|e| self.errors.extend(e))
-            .unwrap_or_default();
-            let openwebui = spanned.value.openwebui.as_ref().and_then(|block| {
-                let facts = provider_map.iter().map(|(p, f)| super::openwebui::ProviderFacts {
-                    id: p,
-                    admits_client: f.value.allowed_consumers.iter().any(|c| &c.value == id),
-                    disabled: f.value.disabled.0,
-                    read_arguments: f.value.read.as_ref().map(|r| &r.value.arguments),
-                });
-                let facts: Vec<_> = facts.collect();
-                super::openwebui::resolve(self.file, &format!("{key}.openwebui"), block, &facts, &credential_ids)
-                    .map_err(|e| self.errors.extend(e))
-                    .ok()
-            });
-            let service = spanned.value.service.clone().unwrap_or_else(|| id.clone());
-            let flowise = spanned.value.flowise.as_ref().and_then(|block| {
-                let ids: Vec<&str> = provider_ids.iter().map(|p| p.as_str()).collect();
-                super::flowise::resolve(self.file, &format!("{key}.flowise"), block, &ids, &credential_ids)
-                    .map_err(|e| self.errors.extend(e))
-                    .ok()
-            });
-            let n8n = spanned.value.n8n.as_ref().and_then(|block| {
-                let facts: Vec<_> = provider_map
-                    .iter()
-                    .map(|(p, f)| super::n8n::ProviderFacts { id: p, service: f.value.service.as_deref().unwrap_or(p) })
-                    .collect();
-                super::n8n::resolve(self.file, &format!("{key}.n8n"), block, &service, &facts, &credential_ids)
-                    .map_err(|e| self.errors.extend(e))
-                    .ok()
-            });
-            clients.push(Client {
-                id: id.clone(),
-                service,
-                credentials: spanned.value.credentials.iter().map(|(p, c)| (p.clone(), c.value.clone())).collect(),
-                openwebui,
-                flowise,
-                n8n,
-                revoked,
-            });
-        }
-        let webuis: Vec<_> =
-            raw.clients.iter().filter_map(|(id, c)| c.value.openwebui.as_ref().map(|b| (id, b.referenced))).collect();
-        self.errors.extend(super::openwebui::at_most_one(self.file, &webuis));
-        let flowises: Vec<_> =
-            raw.clients.iter().filter_map(|(id, c)| c.value.flowise.as_ref().map(|b| (id, b.referenced))).collect();
-        self.errors.extend(super::apps::at_most_one(self.file, "flowise", &flowises));
-        let n8ns: Vec<_> =
-            raw.clients.iter().filter_map(|(id, c)| c.value.n8n.as_ref().map(|b| (id, b.referenced))).collect();
-        self.errors.extend(super::apps::at_most_one(self.file, "n8n", &n8ns));
-
-        let mut credentials = BTreeMap::new();
-        for (id, reference) in &raw.credentials {
-            match self.read_credential(&reference.value) {
-                Ok(value) => {
-                    credentials.insert(id.clone(), redactor.register(id, value));
-                }
-                Err(message) => self.error(&reference.referenced, format!("credentials.{id}"), message),
-            }
-        }
+        let providers: Vec<Provider> =
+            provider_map.iter().filter_map(|(id, spanned)| self.resolve_provider(id, spanned, &raw, &ids)).collect();
+        let clients: Vec<Client> = raw
+            .clients
+            .iter()
+            .map(|(id, spanned)| self.resolve_client(id, spanned, &raw, provider_map, &ids))
+            .collect();
+        self.check_one_of_each_app(&raw);
+        let credentials = self.read_credentials(&raw, redactor);
 
         if self.errors.is_empty() {
             Ok(Scenario {
@@ -530,6 +305,262 @@ impl Validator<'_> {
         } else {
             Err(ConfigErrors(self.errors))
         }
+    }
+
+    /// One provider entry: every rule it breaks is recorded; the provider, when its URL
+    /// is one.
+    fn resolve_provider(
+        &mut self,
+        id: &String,
+        spanned: &Spanned<ProviderFile>,
+        raw: &ScenarioFile,
+        ids: &Ids<'_>,
+    ) -> Option<Provider> {
+        let at = &spanned.referenced;
+        let p = &spanned.value;
+        let key = format!("providers.{id}");
+        if !is_valid_id(id) {
+            self.error(at, key.clone(), format!("provider id `{id}` may hold only letters, digits, `-`, `_` and `.`"));
+        }
+        let url = match endpoint_url(&p.url.value) {
+            Ok(u) => Some(u),
+            Err(message) => {
+                self.error(&p.url.referenced, format!("{key}.url"), message);
+                None
+            }
+        };
+        if !raw.credentials.contains_key(&p.credential.value) {
+            self.error(
+                &p.credential.referenced,
+                format!("{key}.credential"),
+                format!(
+                    "credential `{}` is not defined under `credentials` (defined: {})",
+                    p.credential.value,
+                    list(&ids.credentials)
+                ),
+            );
+        }
+        for consumer in &p.allowed_consumers {
+            if !raw.clients.contains_key(&consumer.value) {
+                self.error(
+                    &consumer.referenced,
+                    format!("{key}.allowed_consumers"),
+                    format!("`{}` is not a client of this scenario (clients: {})", consumer.value, list(&ids.clients)),
+                );
+            }
+        }
+        self.check_tools(&key, p);
+        if let Some(hash) = &p.tools.value.schema_sha256
+            && (hash.value.len() != 64 || !hash.value.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            self.error(
+                &hash.referenced,
+                format!("{key}.tools.schema_sha256"),
+                format!("`{}` is not a hex sha256 (64 hex digits)", hash.value),
+            );
+        }
+        if let Some(read) = &p.read {
+            if !p.tools.value.allowlist.contains(&read.value.tool) {
+                self.error(
+                    &read.referenced,
+                    format!("{key}.read.tool"),
+                    format!(
+                        "read tool `{}` is not in the allowlist ({})",
+                        read.value.tool,
+                        p.tools.value.allowlist.join(", ")
+                    ),
+                );
+            }
+            if !read.value.arguments.is_object() {
+                self.error(&read.referenced, format!("{key}.read.arguments"), "arguments must be a mapping".into());
+            }
+        }
+        if let Some(sidecar) = &p.sidecar
+            && sidecar.value.networks.is_empty()
+        {
+            self.error(
+                &sidecar.referenced,
+                format!("{key}.sidecar.networks"),
+                "a sidecar must declare at least its provider's network".into(),
+            );
+        }
+        if p.app.as_ref().is_some_and(|a| a.ports.is_empty()) {
+            self.error(
+                at,
+                format!("{key}.app.ports"),
+                "list the ports the app listens on: reach checks probe exactly those".into(),
+            );
+        }
+        let keys = ProviderKeys {
+            denied_tools: &p.denied_tools,
+            strict_arguments: p.strict_arguments,
+            limits: p.limits.as_ref(),
+            retired: &p.retired,
+            specification: p.specification.as_ref(),
+        };
+        let context = ProviderContext {
+            key: &key,
+            credential: &p.credential.value,
+            allowlist: &p.tools.value.allowlist,
+            credential_ids: &ids.credentials,
+        };
+        let boundary = boundary::resolve_provider(self.file, &keys, &context)
+            .map_err(|e| self.errors.extend(e))
+            .unwrap_or_default();
+        Some(Provider {
+            id: id.clone(),
+            url: url?,
+            transport: p.transport,
+            credential: p.credential.value.clone(),
+            refusal: p.refusal,
+            allowed_consumers: p.allowed_consumers.iter().map(|c| c.value.clone()).collect(),
+            tools: ToolsContract {
+                allowlist: p.tools.value.allowlist.clone(),
+                schema_sha256: p.tools.value.schema_sha256.as_ref().map(|h| h.value.to_ascii_lowercase()),
+                mutating: p.tools.value.mutating.clone(),
+                mutating_enabled: p.tools.value.mutating_enabled.0,
+            },
+            read: p.read.as_ref().map(|r| ReadSpec {
+                tool: r.value.tool.clone(),
+                arguments: r.value.arguments.clone(),
+                expect: r.value.expect.clone(),
+            }),
+            disabled: p.disabled.0,
+            app_ports: p.app_ports.iter().map(|p| p.0).collect(),
+            service: p.service.clone().unwrap_or_else(|| id.clone()),
+            sidecar_networks: p.sidecar.as_ref().map(|s| s.value.networks.clone()),
+            app: p
+                .app
+                .as_ref()
+                .map(|a| AppSpec { service: a.service.clone(), ports: a.ports.iter().map(|p| p.0).collect() }),
+            networks: p.networks.clone(),
+            boundary,
+        })
+    }
+
+    /// One client entry, and its application blocks (Open WebUI, Flowise, n8n).
+    fn resolve_client(
+        &mut self,
+        id: &String,
+        spanned: &Spanned<ClientFile>,
+        raw: &ScenarioFile,
+        provider_map: &BTreeMap<String, Spanned<ProviderFile>>,
+        ids: &Ids<'_>,
+    ) -> Client {
+        let key = format!("clients.{id}");
+        if !is_valid_id(id) {
+            self.error(
+                &spanned.referenced,
+                key.clone(),
+                format!("client id `{id}` may hold only letters, digits, `-`, `_` and `.`"),
+            );
+        }
+        for (provider, credential) in &spanned.value.credentials {
+            if !provider_map.contains_key(provider) {
+                self.error(
+                    &credential.referenced,
+                    format!("{key}.credentials.{provider}"),
+                    format!("`{provider}` is not a provider of this scenario (providers: {})", list(&ids.providers)),
+                );
+            }
+            if !raw.credentials.contains_key(&credential.value) {
+                self.error(
+                    &credential.referenced,
+                    format!("{key}.credentials.{provider}"),
+                    format!(
+                        "credential `{}` is not defined under `credentials` (defined: {})",
+                        credential.value,
+                        list(&ids.credentials)
+                    ),
+                );
+            }
+            if let Some(p) = provider_map.get(provider) {
+                let k = format!("{key}.credentials.{provider}");
+                self.errors.extend(boundary::held_retired(self.file, &k, provider, credential, &p.value.retired));
+            }
+        }
+        let facts: Vec<RevokedFacts> = provider_map
+            .iter()
+            .map(|(p, f)| RevokedFacts {
+                id: p,
+                // A disabled provider admits nobody: its `allowed_consumers` are former ones.
+                admits_client: !f.value.disabled.0 && f.value.allowed_consumers.iter().any(|c| &c.value == id),
+            })
+            .collect();
+        let revoked = boundary::resolve_revoked(
+            self.file,
+            &key,
+            &spanned.value.revoked,
+            &spanned.value.credentials,
+            &facts,
+            &ids.credentials,
+        )
+        .map_err(|e| self.errors.extend(e))
+        .unwrap_or_default();
+        let openwebui = spanned.value.openwebui.as_ref().and_then(|block| {
+            let facts = provider_map.iter().map(|(p, f)| super::openwebui::ProviderFacts {
+                id: p,
+                admits_client: f.value.allowed_consumers.iter().any(|c| &c.value == id),
+                disabled: f.value.disabled.0,
+                read_arguments: f.value.read.as_ref().map(|r| &r.value.arguments),
+            });
+            let facts: Vec<_> = facts.collect();
+            super::openwebui::resolve(self.file, &format!("{key}.openwebui"), block, &facts, &ids.credentials)
+                .map_err(|e| self.errors.extend(e))
+                .ok()
+        });
+        let service = spanned.value.service.clone().unwrap_or_else(|| id.clone());
+        let flowise = spanned.value.flowise.as_ref().and_then(|block| {
+            let providers: Vec<&str> = ids.providers.iter().map(|p| p.as_str()).collect();
+            super::flowise::resolve(self.file, &format!("{key}.flowise"), block, &providers, &ids.credentials)
+                .map_err(|e| self.errors.extend(e))
+                .ok()
+        });
+        let n8n = spanned.value.n8n.as_ref().and_then(|block| {
+            let facts: Vec<_> = provider_map
+                .iter()
+                .map(|(p, f)| super::n8n::ProviderFacts { id: p, service: f.value.service.as_deref().unwrap_or(p) })
+                .collect();
+            super::n8n::resolve(self.file, &format!("{key}.n8n"), block, &service, &facts, &ids.credentials)
+                .map_err(|e| self.errors.extend(e))
+                .ok()
+        });
+        Client {
+            id: id.clone(),
+            service,
+            credentials: spanned.value.credentials.iter().map(|(p, c)| (p.clone(), c.value.clone())).collect(),
+            openwebui,
+            flowise,
+            n8n,
+            revoked,
+        }
+    }
+
+    /// One Open WebUI, one Flowise and one n8n per scenario at most.
+    fn check_one_of_each_app(&mut self, raw: &ScenarioFile) {
+        let webuis: Vec<_> =
+            raw.clients.iter().filter_map(|(id, c)| c.value.openwebui.as_ref().map(|b| (id, b.referenced))).collect();
+        self.errors.extend(super::openwebui::at_most_one(self.file, &webuis));
+        let flowises: Vec<_> =
+            raw.clients.iter().filter_map(|(id, c)| c.value.flowise.as_ref().map(|b| (id, b.referenced))).collect();
+        self.errors.extend(super::apps::at_most_one(self.file, "flowise", &flowises));
+        let n8ns: Vec<_> =
+            raw.clients.iter().filter_map(|(id, c)| c.value.n8n.as_ref().map(|b| (id, b.referenced))).collect();
+        self.errors.extend(super::apps::at_most_one(self.file, "n8n", &n8ns));
+    }
+
+    /// Every credential's value, each registered with the redactor before anything uses it.
+    fn read_credentials(&mut self, raw: &ScenarioFile, redactor: &Redactor) -> BTreeMap<String, Secret> {
+        let mut credentials = BTreeMap::new();
+        for (id, reference) in &raw.credentials {
+            match self.read_credential(&reference.value) {
+                Ok(value) => {
+                    credentials.insert(id.clone(), redactor.register(id, value));
+                }
+                Err(message) => self.error(&reference.referenced, format!("credentials.{id}"), message),
+            }
+        }
+        credentials
     }
 
     fn check_tools(&mut self, key: &str, p: &ProviderFile) {

@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 
 use super::Signin;
 use super::judge::Desired;
-use super::probes::{Case, EXCLUSIVE, Phase, Site, first_granted, judge_phases, oidc_of, warnings};
+use super::probes::{Case, Phase, Site, first_granted, judge_phases, oidc_of, warnings};
 use crate::check::{Probe, RunContext};
 use crate::config::Oidc;
 use crate::model::{Attempt, Finding, FindingKind};
@@ -237,7 +237,7 @@ pub struct Access {
 impl Probe for Access {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let _shared = EXCLUSIVE.read().await;
+            let _shared = self.site.turns.shared().await;
             let webui = self.site.webui(ctx);
             let wrong_app: Vec<String> = webui
                 .groups

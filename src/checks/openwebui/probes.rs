@@ -5,12 +5,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
-use tokio::sync::RwLock;
+use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::Signin;
 use super::connections::judge_connections;
@@ -32,16 +32,30 @@ use crate::openwebui::oidc::Idp;
 use crate::secret::Secret;
 use crate::topology::Topology;
 
-/// Held for reading by every check of the family while it runs, for writing by the
-/// restart: the restart never overlaps another Open WebUI check.
-pub(super) static EXCLUSIVE: LazyLock<RwLock<()>> = LazyLock::new(|| RwLock::new(()));
+/// The planned family's turns at its one Open WebUI: every check holds it for reading
+/// while it runs, the restart for writing, so the restart never overlaps another Open
+/// WebUI check. One per plan, shared by the family's checks through their [`Site`].
+#[derive(Clone, Default)]
+pub struct Turns(Arc<RwLock<()>>);
+
+impl Turns {
+    pub async fn shared(&self) -> RwLockReadGuard<'_, ()> {
+        self.0.read().await
+    }
+
+    pub async fn alone(&self) -> RwLockWriteGuard<'_, ()> {
+        self.0.write().await
+    }
+}
 
 /// How long Ctrl-C waits for Open WebUI to answer (it may be restarting) to undo.
 const UNDO_BUDGET: Duration = Duration::from_secs(75);
 
 /// Which Open WebUI a probe talks to: the scenario client with the `openwebui` block.
+#[derive(Clone)]
 pub struct Site {
     pub client: String,
+    pub turns: Turns,
 }
 
 impl Site {
@@ -174,7 +188,7 @@ pub struct Connections {
 impl Probe for Connections {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let _shared = EXCLUSIVE.read().await;
+            let _shared = self.site.turns.shared().await;
             let managed = self.desired.managed();
             let job = |ns: Rc<NsView>, signin: Signin| async move {
                 let (api, admin) = signin.open().await?;
@@ -285,7 +299,7 @@ pub struct Reach {
 impl Probe for Reach {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let _shared = EXCLUSIVE.read().await;
+            let _shared = self.site.turns.shared().await;
             let provider = self.provider.clone();
             let job = |_: Rc<NsView>, signin: Signin| async move {
                 let (api, admin) = signin.open().await?;

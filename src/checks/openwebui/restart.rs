@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::Signin;
 use super::connections::judge_connections;
 use super::judge::{Desired, judge_view};
-use super::probes::{ConnectionsSeen, EXCLUSIVE, Site, json_list, observe_connections};
+use super::probes::{ConnectionsSeen, Site, json_list, observe_connections};
 use crate::check::{Probe, RunContext};
 use crate::engine::Engine;
 use crate::model::{Attempt, Finding, FindingKind};
@@ -303,7 +303,7 @@ pub struct Restart {
 impl Probe for Restart {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let _alone = EXCLUSIVE.write().await;
+            let _alone = self.site.turns.alone().await;
             run(&self.site, &self.desired, ctx).await
         })
     }

@@ -21,7 +21,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use super::Signin;
-use super::probes::{EXCLUSIVE, Site, warnings};
+use super::probes::{Site, warnings};
 use crate::check::{Probe, RunContext};
 use crate::config::{Expectation, ReadSpec};
 use crate::model::{Attempt, Finding, FindingKind};
@@ -79,7 +79,7 @@ pub fn prompt(function: &str, arguments: &Value) -> String {
 impl Probe for ToolCall {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move {
-            let _shared = EXCLUSIVE.read().await;
+            let _shared = self.site.turns.shared().await;
             let function = format!("{}_{}", self.provider, self.read.tool);
             let nonce = self.nonce_argument.as_ref().map(|_| nonce());
             let arguments = match (&self.nonce_argument, &nonce) {
