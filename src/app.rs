@@ -10,7 +10,7 @@ use crate::check::{Check, RunClock, RunContext};
 use crate::checks;
 use crate::compare::{self, CompareRequest, Earlier};
 use crate::config::{ConfigErrors, Mode, Outputs, Scenario, Suite};
-use crate::deployment::DiscoveryError;
+use crate::deployment::{Deployment, DiscoveryError};
 use crate::exit::Ending;
 use crate::interrupt;
 use crate::model::{CheckName, CheckResult, RunReport, Verdict};
@@ -53,51 +53,10 @@ pub fn execute(request: RunRequest) -> Ending {
     if let Some(dir) = results_dir {
         suite.outputs.override_dir(dir, "--results");
     }
-    let planned: Vec<Arc<dyn Check>> = checks::plan(&scenario, &suite);
-    let names: Vec<CheckName> = planned.iter().map(|c| c.name().clone()).collect();
-    let stale: Vec<_> = runner::unknown_baseline_entries(&suite.known_failures, &names)
-        .into_iter()
-        .map(|k| {
-            let mut e = k.origin.clone();
-            e.message = format!("known failure `{}` names no check this suite plans for this scenario", k.check);
-            e
-        })
-        .collect();
-    if !stale.is_empty() {
-        return report_config_errors("suite", &ConfigErrors(stale), &redactor);
-    }
-    if tests.list {
-        console::list(&tests, &names);
-        return Ending::Passed;
-    }
-    for (entry, matched) in runner::pattern_coverage(&suite.known_failures, &names) {
-        eprintln!("{}", crate::text::sanitize(&runner::describe_coverage(entry, &matched)));
-    }
-    let (selected, unselected): (Vec<_>, Vec<_>) =
-        planned.into_iter().partition(|c| console::is_selected(&tests, &c.name().to_string()));
-    let unselected: Vec<String> = unselected.iter().map(|c| c.name().to_string()).collect();
-    if selected.is_empty() {
-        // A typo in a CI filter must not turn into a green job that checked nothing.
-        eprintln!("error: no check matches the filter (planned: {}); see --list", names.len());
-        return Ending::Usage;
-    }
-    // Before anything runs: a report that cannot be written fails now, not after the run.
-    if let Err(errors) = suite.outputs.prepare() {
-        eprintln!("error: invalid outputs:");
-        for e in errors {
-            eprintln!("  {}", crate::text::sanitize(&redactor.redact(&e)));
-        }
-        return Ending::Usage;
-    }
-    // Read before this run writes anything: the newest run found is an earlier one.
-    let earlier = match compare.map(|c| compare::load(&c.path, &suite.outputs.json, c.window)).transpose() {
-        Ok(e) => e,
-        Err(message) => {
-            eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
-            return Ending::Usage;
-        }
+    let Selection { selected, unselected, earlier } = match select(&scenario, &suite, &tests, compare, &redactor) {
+        Ok(s) => s,
+        Err(ending) => return ending,
     };
-
     let started_at = SystemTime::now();
     let started = Instant::now();
     let scenario_name = scenario.name.clone();
@@ -123,36 +82,13 @@ pub fn execute(request: RunRequest) -> Ending {
         .expect("cannot start the tokio runtime");
     // One clock for the run: discovery's waiting spends the same deadline as the checks.
     let clock = RunClock::new(&suite);
-    let deployment = match mode {
-        Mode::Host => None,
-        Mode::Compose | Mode::Swarm => {
-            let Some(project) = project.or_else(|| scenario.project.clone()) else {
-                eprintln!(
-                    "error: {} mode needs the compose project: pass --project or set `project:` in {}",
-                    mode_name(mode),
-                    scenario.file.display()
-                );
-                return Ending::Usage;
-            };
-            let what = if mode == Mode::Swarm { "swarm stack" } else { "compose project" };
-            eprintln!("resolving {what} `{project}` through the Docker engine");
-            let found = crate::deployment::discover(mode, &project, &scenario, &suite, clock.started);
-            let Some(found) = runtime.block_on(interrupt::unless_interrupted(found)) else {
-                return interrupted(runtime);
-            };
-            match found {
-                Ok(d) => Some(Arc::new(d)),
-                Err(DiscoveryError::Scenario(message)) => {
-                    let message = crate::text::sanitize(&redactor.redact(&message));
-                    eprintln!("error: invalid scenario {}: {message}", scenario.file.display());
-                    return Ending::Usage;
-                }
-                Err(DiscoveryError::Infrastructure(message)) => {
-                    eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
-                    let report = report_of(not_run(&selected, &message));
-                    return finish(&tests, &report, &unselected, &outputs, &redactor, None, earlier.as_ref());
-                }
-            }
+    let deployment = match discover(&runtime, project, &scenario, &suite, &clock, &redactor) {
+        Found::Deployment(d) => d,
+        Found::Ended(ending) => return ending,
+        Found::Interrupted => return interrupted(runtime),
+        Found::Unreachable(message) => {
+            let report = report_of(not_run(&selected, &message));
+            return finish(&tests, &report, &unselected, &outputs, &redactor, None, earlier.as_ref());
         }
     };
     let pool = deployment.as_ref().map(|d| d.pool.clone()).unwrap_or_else(|| Arc::new(NsPool::new()));
@@ -165,6 +101,123 @@ pub fn execute(request: RunRequest) -> Ending {
 
     let report = report_of(results);
     finish(&tests, &report, &unselected, &outputs, &redactor, Some(&console), earlier.as_ref())
+}
+
+/// What a run will check, and what it compares with.
+struct Selection {
+    selected: Vec<Arc<dyn Check>>,
+    unselected: Vec<String>,
+    earlier: Option<Earlier>,
+}
+
+/// Plans the checks and selects the ones the filter names; everything that can be wrong
+/// before a probe runs (a stale baseline entry, a filter that matches nothing, outputs
+/// that cannot be written, an earlier run that cannot be read) ends the command here.
+/// `--list` ends it too, having listed.
+fn select(
+    scenario: &Scenario,
+    suite: &Suite,
+    tests: &Arguments,
+    compare: Option<CompareRequest>,
+    redactor: &Redactor,
+) -> Result<Selection, Ending> {
+    let planned: Vec<Arc<dyn Check>> = checks::plan(scenario, suite);
+    let names: Vec<CheckName> = planned.iter().map(|c| c.name().clone()).collect();
+    let stale: Vec<_> = runner::unknown_baseline_entries(&suite.known_failures, &names)
+        .into_iter()
+        .map(|k| {
+            let mut e = k.origin.clone();
+            e.message = format!("known failure `{}` names no check this suite plans for this scenario", k.check);
+            e
+        })
+        .collect();
+    if !stale.is_empty() {
+        return Err(report_config_errors("suite", &ConfigErrors(stale), redactor));
+    }
+    if tests.list {
+        console::list(tests, &names);
+        return Err(Ending::Passed);
+    }
+    for (entry, matched) in runner::pattern_coverage(&suite.known_failures, &names) {
+        eprintln!("{}", crate::text::sanitize(&runner::describe_coverage(entry, &matched)));
+    }
+    let (selected, unselected): (Vec<_>, Vec<_>) =
+        planned.into_iter().partition(|c| console::is_selected(tests, &c.name().to_string()));
+    let unselected: Vec<String> = unselected.iter().map(|c| c.name().to_string()).collect();
+    if selected.is_empty() {
+        // A typo in a CI filter must not turn into a green job that checked nothing.
+        eprintln!("error: no check matches the filter (planned: {}); see --list", names.len());
+        return Err(Ending::Usage);
+    }
+    // Before anything runs: a report that cannot be written fails now, not after the run.
+    if let Err(errors) = suite.outputs.prepare() {
+        eprintln!("error: invalid outputs:");
+        for e in errors {
+            eprintln!("  {}", crate::text::sanitize(&redactor.redact(&e)));
+        }
+        return Err(Ending::Usage);
+    }
+    // Read before this run writes anything: the newest run found is an earlier one.
+    let earlier = match compare.map(|c| compare::load(&c.path, &suite.outputs.json, c.window)).transpose() {
+        Ok(e) => e,
+        Err(message) => {
+            eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
+            return Err(Ending::Usage);
+        }
+    };
+    Ok(Selection { selected, unselected, earlier })
+}
+
+/// What discovery found.
+enum Found {
+    /// The deployment (none in host mode).
+    Deployment(Option<Arc<Deployment>>),
+    /// The engine did not answer: the reports say why nothing ran.
+    Unreachable(String),
+    /// A usage error, said.
+    Ended(Ending),
+    Interrupted,
+}
+
+/// In compose and swarm mode, the deployment through the engine, on the run's clock.
+fn discover(
+    runtime: &tokio::runtime::Runtime,
+    project: Option<String>,
+    scenario: &Scenario,
+    suite: &Suite,
+    clock: &RunClock,
+    redactor: &Redactor,
+) -> Found {
+    let mode = suite.mode;
+    if mode == Mode::Host {
+        return Found::Deployment(None);
+    }
+    let Some(project) = project.or_else(|| scenario.project.clone()) else {
+        eprintln!(
+            "error: {} mode needs the compose project: pass --project or set `project:` in {}",
+            mode_name(mode),
+            scenario.file.display()
+        );
+        return Found::Ended(Ending::Usage);
+    };
+    let what = if mode == Mode::Swarm { "swarm stack" } else { "compose project" };
+    eprintln!("resolving {what} `{project}` through the Docker engine");
+    let found = crate::deployment::discover(mode, &project, scenario, suite, clock.started);
+    let Some(found) = runtime.block_on(interrupt::unless_interrupted(found)) else {
+        return Found::Interrupted;
+    };
+    match found {
+        Ok(d) => Found::Deployment(Some(Arc::new(d))),
+        Err(DiscoveryError::Scenario(message)) => {
+            let message = crate::text::sanitize(&redactor.redact(&message));
+            eprintln!("error: invalid scenario {}: {message}", scenario.file.display());
+            Found::Ended(Ending::Usage)
+        }
+        Err(DiscoveryError::Infrastructure(message)) => {
+            eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
+            Found::Unreachable(message)
+        }
+    }
 }
 
 /// Discovery failed: the reports still say what was planned and why none of it ran.

@@ -134,7 +134,24 @@ pub fn judge_interfaces(
             .fact("interfaces", on_gwbridge.len()),
         );
     }
-    for (ifname, addr) in &kernel {
+    problems.extend(addresses_outside(topology, &kernel, &declared_facts, gwbridge));
+    problems.extend(declared_without_interface(topology, &kernel, &declared_facts));
+    problems.extend(views_disagree(target, &kernel, gwbridge));
+    problems.extend(undeclared_attachments(topology, target, declared, allow_gwbridge));
+    problems.sort_by(|a, b| a.message.cmp(&b.message));
+    problems.dedup_by(|a, b| a.message == b.message);
+    (problems, evidence)
+}
+
+/// Every kernel address in no declared network (nor on swarm's plumbing), naming the network it is on.
+fn addresses_outside(
+    topology: &Topology,
+    kernel: &[(String, IpAddr)],
+    declared_facts: &[(&String, Option<&NetworkFacts>)],
+    gwbridge: Option<&NetworkFacts>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (ifname, addr) in kernel {
         let home = declared_facts.iter().find(|(_, f)| f.is_some_and(|f| f.contains(*addr)));
         if home.is_none() && !gwbridge.is_some_and(|g| g.contains(*addr)) {
             let on = topology
@@ -147,7 +164,7 @@ pub fn judge_interfaces(
                     _ => format!(" (it is on network {})", topology.network_key(&n.name)),
                 })
                 .unwrap_or_default();
-            problems.push(
+            out.push(
                 Finding::new(
                     FindingKind::AddressOutsideDeclared,
                     format!("{ifname} {addr} lies in no declared network's subnet{on}"),
@@ -156,16 +173,26 @@ pub fn judge_interfaces(
             );
         }
     }
-    for (key, facts) in &declared_facts {
+    out
+}
+
+/// Every declared network that does not exist or has no interface in the sidecar.
+fn declared_without_interface(
+    topology: &Topology,
+    kernel: &[(String, IpAddr)],
+    declared_facts: &[(&String, Option<&NetworkFacts>)],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (key, facts) in declared_facts {
         match facts {
-            None => problems.push(
+            None => out.push(
                 Finding::new(
                     FindingKind::MissingDeclaredNetwork,
                     format!("declared network `{key}` does not exist in project {}", topology.project),
                 )
                 .fact("network", key),
             ),
-            Some(f) if !kernel.iter().any(|(_, a)| f.contains(*a)) => problems.push(
+            Some(f) if !kernel.iter().any(|(_, a)| f.contains(*a)) => out.push(
                 Finding::new(
                     FindingKind::MissingDeclaredNetwork,
                     format!("declared network `{key}` has no interface in the sidecar"),
@@ -175,10 +202,16 @@ pub fn judge_interfaces(
             Some(_) => {}
         }
     }
+    out
+}
+
+/// Every address one of the kernel and the engine has and the other does not.
+fn views_disagree(target: &Target, kernel: &[(String, IpAddr)], gwbridge: Option<&NetworkFacts>) -> Vec<Finding> {
+    let mut out = Vec::new();
     let kernel_addrs: BTreeSet<IpAddr> = kernel.iter().map(|(_, a)| *a).collect();
     let engine_addrs: BTreeSet<IpAddr> = target.addresses().into_iter().collect();
     for missing in engine_addrs.difference(&kernel_addrs) {
-        problems.push(
+        out.push(
             Finding::new(
                 FindingKind::ViewsDisagree,
                 format!("the engine reports {missing} but the kernel has no such address"),
@@ -189,7 +222,7 @@ pub fn judge_interfaces(
     }
     for extra in kernel_addrs.difference(&engine_addrs) {
         if !gwbridge.is_some_and(|g| g.contains(*extra)) {
-            problems.push(
+            out.push(
                 Finding::new(
                     FindingKind::ViewsDisagree,
                     format!("the kernel has {extra} but the engine reports no attachment with it"),
@@ -199,19 +232,28 @@ pub fn judge_interfaces(
             );
         }
     }
+    out
+}
+
+/// Every network the engine attached the sidecar to that it does not declare.
+fn undeclared_attachments(
+    topology: &Topology,
+    target: &Target,
+    declared: &[String],
+    allow_gwbridge: bool,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
     for att in &target.attachments {
         let key = topology.network_key(&att.network);
         let platform_plumbing = allow_gwbridge && att.network == GWBRIDGE;
         if !platform_plumbing && !declared.iter().any(|d| d == key) {
-            problems.push(
+            out.push(
                 Finding::new(FindingKind::UndeclaredNetwork, format!("attached to undeclared network `{key}`"))
                     .fact("network", key),
             );
         }
     }
-    problems.sort_by(|a, b| a.message.cmp(&b.message));
-    problems.dedup_by(|a, b| a.message == b.message);
-    (problems, evidence)
+    out
 }
 
 fn join_subnets(n: &NetworkFacts) -> String {
