@@ -112,29 +112,10 @@ impl Probe for CredentialsCheck {
                 };
             }
             let current = ctx.scenario.secret(&provider.credential);
-            let mut findings = Vec::new();
+            let secrets: Vec<(&DeadCredential, &Secret)> =
+                dead.iter().map(|d| (d, ctx.scenario.secret(&d.credential))).collect();
+            let (mut findings, presented) = alive_or_presented(&provider, current, &secrets);
             let mut evidence = Vec::new();
-            let mut presented = Vec::new();
-            for d in &dead {
-                let secret = ctx.scenario.secret(&d.credential);
-                // A disabled provider's own credential is dead too (disabled::<p>).
-                if secret.expose() == current.expose() && !provider.disabled {
-                    findings.push(
-                        Finding::new(
-                            FindingKind::CredentialAlive,
-                            format!(
-                                "{} is provider `{}`'s current credential ({}): nothing was revoked (rotate it, and list the old one under `retired`)",
-                                d.label,
-                                provider.id,
-                                current.label()
-                            ),
-                        )
-                        .fact("credential", &d.credential),
-                    );
-                } else if secret.expose() != current.expose() {
-                    presented.push(Presented { label: d.label.clone(), secret: Some(secret.clone()), in_query: None });
-                }
-            }
             let refused = if provider.disabled {
                 evidence.push(format!(
                     "provider `{}` is disabled: disabled::{} proves every listener on its networks refuses its credentials",
@@ -159,6 +140,37 @@ impl Probe for CredentialsCheck {
             merge(refused, findings, evidence)
         })
     }
+}
+
+/// Pure: a dead credential that is still the provider's current one is alive (nothing was
+/// rotated); every other is presented to the provider, to be refused. A disabled
+/// provider's own credential is dead too: `disabled::<p>` proves it refused.
+fn alive_or_presented(
+    provider: &Provider,
+    current: &Secret,
+    dead: &[(&DeadCredential, &Secret)],
+) -> (Vec<Finding>, Vec<Presented>) {
+    let mut findings = Vec::new();
+    let mut presented = Vec::new();
+    for (d, secret) in dead {
+        if secret.expose() != current.expose() {
+            presented.push(Presented { label: d.label.clone(), secret: Some((*secret).clone()), in_query: None });
+        } else if !provider.disabled {
+            findings.push(
+                Finding::new(
+                    FindingKind::CredentialAlive,
+                    format!(
+                        "{} is provider `{}`'s current credential ({}): nothing was revoked (rotate it, and list the old one under `retired`)",
+                        d.label,
+                        provider.id,
+                        current.label()
+                    ),
+                )
+                .fact("credential", &d.credential),
+            );
+        }
+    }
+    (findings, presented)
 }
 
 /// The refusal machinery of `wrong_bearer`, with the dead credentials as the bearers.
@@ -313,6 +325,37 @@ mod tests {
         let found: Vec<(&str, &str)> = held_in(&env, &[(&d, &old)]).into_iter().map(|(v, _, f)| (v, f)).collect();
         // A value that shares all but one character with it is another credential.
         assert_eq!(found, [("TOOL_SERVER_CONNECTIONS", "as written"), ("BASIC", "base64")]);
+    }
+
+    /// A rotation that left the old credential as the current one fails; one that moved
+    /// on presents the old one to be refused; a disabled provider's own is neither.
+    #[rstest::rstest]
+    #[case::rotated("old-secret-value-1", false, 0, 1)]
+    #[case::never_rotated("current-secret-value", false, 1, 0)]
+    #[case::disabled_own("current-secret-value", true, 0, 0)]
+    #[case::disabled_rotated("old-secret-value-1", true, 0, 1)]
+    fn a_dead_credential_is_alive_only_while_it_is_the_current_one(
+        #[case] dead_value: &str,
+        #[case] disabled: bool,
+        #[case] alive: usize,
+        #[case] presented: usize,
+    ) {
+        let redactor = Redactor::new();
+        let current = redactor.register("native-token", "current-secret-value".into());
+        let old = redactor.register("native-token-old", dead_value.into());
+        let mut provider = crate::checks::testing::provider_for_tests("native", &["echo"]);
+        provider.disabled = disabled;
+        let d = DeadCredential {
+            credential: "native-token-old".into(),
+            label: "the retired credential native-token-old".into(),
+            client: None,
+        };
+        let (findings, sent) = alive_or_presented(&provider, &current, &[(&d, &old)]);
+        assert_eq!((findings.len(), sent.len()), (alive, presented), "{findings:?}");
+        if let Some(f) = findings.first() {
+            assert_eq!(f.kind, FindingKind::CredentialAlive);
+            assert_eq!(f.facts["credential"], "native-token-old");
+        }
     }
 
     #[test]

@@ -209,6 +209,33 @@ impl Suite {
     fn resolve(path: &Path, raw: SuiteFile) -> Result<Suite, ConfigErrors> {
         let mut errors = Vec::new();
         let mode = raw.mode.value;
+        let families = Self::families(path, &raw, &mut errors);
+        let concurrency = raw.concurrency.map_or(DEFAULT_CONCURRENCY, |c| c.0);
+        let known_failures = Self::known_failures(path, &raw.known_failures, &mut errors);
+        let limits = Self::limits(path, &raw.timeouts, &raw.limits, &mut errors);
+        let t = &raw.timeouts;
+        let outputs = Self::outputs(path, raw.outputs, &mut errors);
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
+        }
+        Ok(Suite {
+            file: path.to_path_buf(),
+            mode,
+            families,
+            limits,
+            deadline: t.deadline.as_ref().map_or(DEFAULT_DEADLINE, |d| d.value.0),
+            retry_interval: t.retry_interval.as_ref().map_or(DEFAULT_RETRY_INTERVAL, |d| d.value.0),
+            concurrency,
+            known_failures,
+            outputs,
+            disruptive: raw.disruptive.0,
+            engines: raw.engines,
+        })
+    }
+
+    /// The families, each once and each able to run in the suite's mode.
+    fn families(path: &Path, raw: &SuiteFile, errors: &mut Vec<ConfigError>) -> Vec<Family> {
+        let mode = raw.mode.value;
         let mut families = Vec::new();
         for (i, family) in raw.families.iter().enumerate() {
             if !family.value.supported_in(mode) {
@@ -237,9 +264,17 @@ impl Suite {
                 "no check family is listed: the suite would prove nothing",
             ));
         }
-        let concurrency = raw.concurrency.map_or(DEFAULT_CONCURRENCY, |c| c.0);
+        families
+    }
+
+    /// The baseline: each entry a check or a pattern, the finding it accepts and a reason.
+    fn known_failures(
+        path: &Path,
+        raw: &[Spanned<KnownFailureFile>],
+        errors: &mut Vec<ConfigError>,
+    ) -> Vec<KnownFailure> {
         let mut known_failures: Vec<KnownFailure> = Vec::new();
-        for (i, kf) in raw.known_failures.iter().enumerate() {
+        for (i, kf) in raw.iter().enumerate() {
             let key = format!("known_failures[{i}]");
             if kf.value.reason.trim().is_empty() {
                 errors.push(ConfigError::at(
@@ -278,8 +313,13 @@ impl Suite {
                 origin: ConfigError::at(path, &kf.referenced, format!("{key}.check"), String::new()),
             });
         }
+        known_failures
+    }
+
+    /// Timeouts and size limits, none of them zero (a zero timeout makes every connect
+    /// fail, and isolation checks would then pass without proving anything).
+    fn limits(path: &Path, t: &TimeoutsFile, limits_file: &LimitsFile, errors: &mut Vec<ConfigError>) -> Limits {
         let defaults = Limits::default();
-        let t = &raw.timeouts;
         // A zero timeout makes every connect fail, and isolation checks would then pass
         // without proving anything.
         for (key, value) in [
@@ -298,7 +338,7 @@ impl Suite {
                 ));
             }
         }
-        if let Some(size) = &raw.limits.max_response_bytes
+        if let Some(size) = &limits_file.max_response_bytes
             && !(1..=MAX_RESPONSE_BYTES_LIMIT).contains(&size.value.0)
         {
             errors.push(ConfigError::at(
@@ -312,36 +352,18 @@ impl Suite {
                 ),
             ));
         }
-        let limits = Limits {
+        Limits {
             connect_timeout: t.connect.as_ref().map_or(defaults.connect_timeout, |d| d.value.0),
             read_timeout: t.read.as_ref().map_or(defaults.read_timeout, |d| d.value.0),
-            max_response_bytes: raw
-                .limits
+            max_response_bytes: limits_file
                 .max_response_bytes
                 .as_ref()
                 .map_or(defaults.max_response_bytes, |s| s.value.0),
             sse_max_duration: t.sse_max_duration.as_ref().map_or(defaults.sse_max_duration, |d| d.value.0),
-            max_pages: raw.limits.max_pages.map_or(defaults.max_pages, |n| n.0),
+            max_pages: limits_file.max_pages.map_or(defaults.max_pages, |n| n.0),
             exchange_timeout: t.exchange.as_ref().map_or(defaults.exchange_timeout, |d| d.value.0),
-            max_tools: raw.limits.max_tools.map_or(defaults.max_tools, |n| n.0),
-        };
-        let outputs = Self::outputs(path, raw.outputs, &mut errors);
-        if !errors.is_empty() {
-            return Err(ConfigErrors(errors));
+            max_tools: limits_file.max_tools.map_or(defaults.max_tools, |n| n.0),
         }
-        Ok(Suite {
-            file: path.to_path_buf(),
-            mode,
-            families,
-            limits,
-            deadline: t.deadline.as_ref().map_or(DEFAULT_DEADLINE, |d| d.value.0),
-            retry_interval: t.retry_interval.as_ref().map_or(DEFAULT_RETRY_INTERVAL, |d| d.value.0),
-            concurrency,
-            known_failures,
-            outputs,
-            disruptive: raw.disruptive.0,
-            engines: raw.engines,
-        })
     }
 
     fn outputs(path: &Path, o: OutputsFile, errors: &mut Vec<ConfigError>) -> Outputs {

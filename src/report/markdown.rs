@@ -58,6 +58,25 @@ pub fn render_since(report: &RunReport, html: &str, since: Option<&crate::compar
             report.instability().len()
         );
     }
+    md.push_str(&matrix_section(report, html));
+    let _ = writeln!(md, "| check | verdict | reason |");
+    let _ = writeln!(md, "|---|---|---|");
+    for r in &report.results {
+        let mark = match r.verdict {
+            Verdict::Passed => "✅",
+            Verdict::Failed | Verdict::StaleBaseline => "❌",
+            Verdict::Unreachable => "⚠️",
+            Verdict::Skipped | Verdict::KnownFailure => "➖",
+        };
+        let _ = writeln!(md, "| {} | {mark} {} | {} |", cell(&code_span(&r.name)), r.verdict.as_str(), text(&r.reason));
+    }
+    md.push_str(&evidence_section(report));
+    md
+}
+
+/// The reach matrix as a table: clients by row, providers by column.
+fn matrix_section(report: &RunReport, html: &str) -> String {
+    let mut md = String::new();
     let matrix = Matrix::from_report(report);
     if !matrix.is_empty() {
         let _ = writeln!(md, "## Reach matrix\n");
@@ -96,17 +115,12 @@ pub fn render_since(report: &RunReport, html: &str, since: Option<&crate::compar
         }
         let _ = writeln!(md);
     }
-    let _ = writeln!(md, "| check | verdict | reason |");
-    let _ = writeln!(md, "|---|---|---|");
-    for r in &report.results {
-        let mark = match r.verdict {
-            Verdict::Passed => "✅",
-            Verdict::Failed | Verdict::StaleBaseline => "❌",
-            Verdict::Unreachable => "⚠️",
-            Verdict::Skipped | Verdict::KnownFailure => "➖",
-        };
-        let _ = writeln!(md, "| {} | {mark} {} | {} |", cell(&code_span(&r.name)), r.verdict.as_str(), text(&r.reason));
-    }
+    md
+}
+
+/// The evidence of every check that did not pass or skip.
+fn evidence_section(report: &RunReport) -> String {
+    let mut md = String::new();
     let troubled: Vec<_> =
         report.results.iter().filter(|r| !matches!(r.verdict, Verdict::Passed | Verdict::Skipped)).collect();
     if !troubled.is_empty() {
