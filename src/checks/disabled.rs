@@ -478,127 +478,156 @@ fn settled_or_not_ready(attempt: Attempt, looks: &[Look], lookers: &[crate::engi
 pub fn judge(url: &str, looks: &[Look], mut evidence: Vec<String>, owners: Option<&Owners>) -> Attempt {
     let mut findings = Vec::new();
     for l in looks {
-        let from = &l.position;
-        if let Some(name) = &l.name {
-            evidence.extend(name.evidence().into_iter().map(|e| format!("{from}: {e}")));
-            let routed = name.routed();
-            if !routed.is_empty() {
-                findings.push(
-                    Finding::new(
-                        FindingKind::StillRouted,
-                        format!(
-                            "still routed: from {from} `{}` resolves to [{}] outside the wildcard set",
-                            name.host,
-                            super::connect::join_addrs(&routed)
-                        ),
-                    )
-                    .fact("host", &name.host),
-                );
-            }
-        }
-        // Swarm: an address where something other than the service answered proves
-        // nothing, and what it answered is not the service's either.
-        let mut elsewhere: Vec<SocketAddr> = Vec::new();
-        for (addr, r) in &l.knocks {
-            if let (Ok(()), Some(owners)) = (r, owners) {
-                let seen = l.who.iter().find(|(a, _)| a == addr).map(|(_, w)| w);
-                match owners.attribute(*addr, seen) {
-                    Ok(line) => evidence.push(format!("{from}: {line}")),
-                    Err(line) => {
-                        evidence.push(format!("{from}: {line}"));
-                        elsewhere.push(*addr);
-                        continue;
-                    }
-                }
-            }
-            match r {
-                Ok(()) => findings.push(
-                    Finding::new(FindingKind::StillAccepting, format!("still accepting TCP: from {from} {addr}"))
-                        .fact("addr", addr),
-                ),
-                Err(e) => evidence.push(format!("{from}: {addr}: {e}")),
-            }
-        }
-        for (addr, t) in l.answers.iter().filter(|(a, _)| !elsewhere.contains(a)) {
-            match &t.outcome {
-                Ok(e) => {
-                    evidence.push(format!("{from}: {}", e.summary()));
-                    findings.push(
-                        Finding::new(
-                            FindingKind::StillListening,
-                            format!(
-                                "still listening: from {from} {} at {} ({addr}) answered {}",
-                                t.ask.entry, e.url, e.status
-                            ),
-                        )
-                        .fact("status", e.status)
-                        .fact("addr", addr),
-                    );
-                }
-                Err(e) => evidence.push(format!("{from}: {}: no HTTP answer ({})", t.ask, e.text)),
-            }
-        }
-        for p in &l.credential {
-            let door = &p.door;
-            let answers = |tries: &[Try]| -> Vec<String> {
-                tries
-                    .iter()
-                    .map(|t| match &t.outcome {
-                        Ok(e) => format!("{} {}", t.ask, e.status),
-                        Err(_) => format!("{} no answer", t.ask),
-                    })
-                    .collect()
-            };
-            let ok = |t: &Try| t.outcome.as_ref().ok().cloned();
-            let granted = p.with.iter().filter_map(ok).find(grants);
-            // Turned away without the credential, let past authentication with it.
-            let passed = p.with.iter().filter_map(ok).find_map(|e| {
-                let before = p.without.iter().filter(|t| t.ask == e.ask).find_map(ok)?;
-                (matches!(before.status, 401 | 403) && past_authentication(e.status)).then_some((before, e))
-            });
-            let message = match (&granted, &passed) {
-                (Some(e), _) => Some((
-                    e.clone(),
-                    format!(
-                        "{door} answered {} at {} {} with {}",
-                        e.ask,
-                        e.url,
-                        e.status,
-                        if e.body.has_result() { "a result" } else { "a session" }
-                    ),
-                )),
-                (None, Some((before, e))) => Some((
-                    e.clone(),
-                    format!(
-                        "{door} answered {} at {} {} without it but {} with it: it passes authentication there",
-                        e.ask, e.url, before.status, e.status
-                    ),
-                )),
-                (None, None) => None,
-            };
-            match message {
-                Some((e, how)) => {
-                    evidence.push(format!("{from}: {door}: {}", e.summary()));
-                    findings.push(
-                        Finding::new(
-                            FindingKind::CredentialAlive,
-                            format!("the disabled provider's credential still works: {how}"),
-                        )
-                        .fact("addr", door.addr)
-                        .fact("container", &door.container)
-                        .fact("network", &door.network),
-                    );
-                }
-                None => evidence.push(format!(
-                    "{from}: credential at {door}: {}; without it: {}",
-                    answers(&p.with).join(", "),
-                    answers(&p.without).join(", ")
-                )),
-            }
-        }
+        judge_name(l, &mut findings, &mut evidence);
+        let elsewhere = judge_knocks(l, owners, &mut findings, &mut evidence);
+        judge_answers(l, &elsewhere, &mut findings, &mut evidence);
+        judge_credential(l, &mut findings, &mut evidence);
     }
     evidence.insert(0, format!("endpoint: {url}"));
     Attempt::from_findings(findings, evidence)
+}
+
+/// The name resolves to nothing outside the wildcard set.
+fn judge_name(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<String>) {
+    let from = &l.position;
+    if let Some(name) = &l.name {
+        evidence.extend(name.evidence().into_iter().map(|e| format!("{from}: {e}")));
+        let routed = name.routed();
+        if !routed.is_empty() {
+            findings.push(
+                Finding::new(
+                    FindingKind::StillRouted,
+                    format!(
+                        "still routed: from {from} `{}` resolves to [{}] outside the wildcard set",
+                        name.host,
+                        super::connect::join_addrs(&routed)
+                    ),
+                )
+                .fact("host", &name.host),
+            );
+        }
+    }
+}
+
+/// Nothing accepts TCP at the surface's addresses; the addresses where something else
+/// answered (swarm) are returned: they prove nothing, and their answers are not the
+/// service's either.
+fn judge_knocks(
+    l: &Look,
+    owners: Option<&Owners>,
+    findings: &mut Vec<Finding>,
+    evidence: &mut Vec<String>,
+) -> Vec<SocketAddr> {
+    let from = &l.position;
+    let mut elsewhere: Vec<SocketAddr> = Vec::new();
+    for (addr, r) in &l.knocks {
+        if let (Ok(()), Some(owners)) = (r, owners) {
+            let seen = l.who.iter().find(|(a, _)| a == addr).map(|(_, w)| w);
+            match owners.attribute(*addr, seen) {
+                Ok(line) => evidence.push(format!("{from}: {line}")),
+                Err(line) => {
+                    evidence.push(format!("{from}: {line}"));
+                    elsewhere.push(*addr);
+                    continue;
+                }
+            }
+        }
+        match r {
+            Ok(()) => findings.push(
+                Finding::new(FindingKind::StillAccepting, format!("still accepting TCP: from {from} {addr}"))
+                    .fact("addr", addr),
+            ),
+            Err(e) => evidence.push(format!("{from}: {addr}: {e}")),
+        }
+    }
+    elsewhere
+}
+
+/// Nothing answers HTTP at the surface's addresses.
+fn judge_answers(l: &Look, elsewhere: &[SocketAddr], findings: &mut Vec<Finding>, evidence: &mut Vec<String>) {
+    let from = &l.position;
+    for (addr, t) in l.answers.iter().filter(|(a, _)| !elsewhere.contains(a)) {
+        match &t.outcome {
+            Ok(e) => {
+                evidence.push(format!("{from}: {}", e.summary()));
+                findings.push(
+                    Finding::new(
+                        FindingKind::StillListening,
+                        format!(
+                            "still listening: from {from} {} at {} ({addr}) answered {}",
+                            t.ask.entry, e.url, e.status
+                        ),
+                    )
+                    .fact("status", e.status)
+                    .fact("addr", addr),
+                );
+            }
+            Err(e) => evidence.push(format!("{from}: {}: no HTTP answer ({})", t.ask, e.text)),
+        }
+    }
+}
+
+/// No listener on the surface's networks accepts its credential.
+fn judge_credential(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<String>) {
+    let from = &l.position;
+    for p in &l.credential {
+        let door = &p.door;
+        let answers = |tries: &[Try]| -> Vec<String> {
+            tries
+                .iter()
+                .map(|t| match &t.outcome {
+                    Ok(e) => format!("{} {}", t.ask, e.status),
+                    Err(_) => format!("{} no answer", t.ask),
+                })
+                .collect()
+        };
+        let ok = |t: &Try| t.outcome.as_ref().ok().cloned();
+        let granted = p.with.iter().filter_map(ok).find(grants);
+        // Turned away without the credential, let past authentication with it.
+        let passed = p.with.iter().filter_map(ok).find_map(|e| {
+            let before = p.without.iter().filter(|t| t.ask == e.ask).find_map(ok)?;
+            (matches!(before.status, 401 | 403) && past_authentication(e.status)).then_some((before, e))
+        });
+        let message = match (&granted, &passed) {
+            (Some(e), _) => Some((
+                e.clone(),
+                format!(
+                    "{door} answered {} at {} {} with {}",
+                    e.ask,
+                    e.url,
+                    e.status,
+                    if e.body.has_result() { "a result" } else { "a session" }
+                ),
+            )),
+            (None, Some((before, e))) => Some((
+                e.clone(),
+                format!(
+                    "{door} answered {} at {} {} without it but {} with it: it passes authentication there",
+                    e.ask, e.url, before.status, e.status
+                ),
+            )),
+            (None, None) => None,
+        };
+        match message {
+            Some((e, how)) => {
+                evidence.push(format!("{from}: {door}: {}", e.summary()));
+                findings.push(
+                    Finding::new(
+                        FindingKind::CredentialAlive,
+                        format!("the disabled provider's credential still works: {how}"),
+                    )
+                    .fact("addr", door.addr)
+                    .fact("container", &door.container)
+                    .fact("network", &door.network),
+                );
+            }
+            None => evidence.push(format!(
+                "{from}: credential at {door}: {}; without it: {}",
+                answers(&p.with).join(", "),
+                answers(&p.without).join(", ")
+            )),
+        }
+    }
 }
 
 #[cfg(test)]
