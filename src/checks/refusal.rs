@@ -616,29 +616,7 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
     let many = observations.len() > 1;
     for o in observations {
         let prefix = if many { format!("{}: ", o.replica) } else { String::new() };
-        match &o.valid {
-            Ok(v) => {
-                evidence.push(format!(
-                    "{prefix}the valid bearer opened a session ({:?}{}; served {})",
-                    v.era,
-                    if v.session_id { ", with an mcp-session-id" } else { "" },
-                    crate::text::name_list(v.served.iter().map(String::as_str), 20)
-                ));
-                match &v.handshake {
-                    Some(Ok(h)) => evidence.push(format!(
-                        "{prefix}the valid bearer also opened an initialize-handshake session (protocol {}{}): its id is replayed too",
-                        h.protocol_version.as_deref().unwrap_or("unknown"),
-                        if h.session_id { ", with an mcp-session-id" } else { ", no mcp-session-id" }
-                    )),
-                    Some(Err(e)) => evidence.push(format!(
-                        "{prefix}the server speaks no initialize handshake for the valid bearer ({})",
-                        e.text
-                    )),
-                    None => {}
-                }
-            }
-            Err(e) => evidence.push(format!("{prefix}the valid bearer could not open a session: {}", e.text)),
-        }
+        evidence.extend(valid_evidence(o, &prefix));
         evidence.extend(o.control.iter().map(|t| format!("{prefix}valid bearer, {}", t.summary())));
         let mut broken_here = 0;
         let mut differs = false;
@@ -671,38 +649,74 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
                 }
             }
         }
-        // Refusing everyone proves nothing: without a session for the valid bearer there
-        // is no session to refuse, whatever the bad bearers were told.
         if broken_here == 0 {
-            match &o.valid {
-                Err(e) if e.not_ready => not_ready.push(format!("{prefix}the valid bearer: {}", e.text)),
-                Err(e) => {
-                    let seen: Vec<String> = o
-                        .control
-                        .iter()
-                        .filter_map(|t| t.status().map(|s| format!("{s} at {}", t.ask.entry)))
-                        .take(4)
-                        .collect();
-                    let how = if differs { "cannot open a session either" } else { "gets the same answer" };
-                    cannot_judge.push(
-                        Finding::new(
-                            FindingKind::CannotBeJudged,
-                            format!(
-                                "{prefix}cannot be judged: the valid bearer {how} ({}; {}) — is `transport` right?",
-                                seen.join(", "),
-                                e.text
-                            ),
-                        )
-                        .fact("replica", &o.replica),
-                    );
-                }
-                Ok(_) => {}
+            match unjudgeable(o, &prefix, differs) {
+                Some(Ok(waiting)) => not_ready.push(waiting),
+                Some(Err(finding)) => cannot_judge.push(finding),
+                None => {}
             }
         }
     }
     let mut findings = group(findings);
     findings.extend(cannot_judge);
     Attempt::settle(findings, not_ready, evidence)
+}
+
+/// What the valid bearer got at this replica: the session refusals are measured against.
+fn valid_evidence(o: &ReplicaRefusal, prefix: &str) -> Vec<String> {
+    let mut evidence = Vec::new();
+    match &o.valid {
+        Ok(v) => {
+            evidence.push(format!(
+                "{prefix}the valid bearer opened a session ({:?}{}; served {})",
+                v.era,
+                if v.session_id { ", with an mcp-session-id" } else { "" },
+                crate::text::name_list(v.served.iter().map(String::as_str), 20)
+            ));
+            match &v.handshake {
+                Some(Ok(h)) => evidence.push(format!(
+                    "{prefix}the valid bearer also opened an initialize-handshake session (protocol {}{}): its id is replayed too",
+                    h.protocol_version.as_deref().unwrap_or("unknown"),
+                    if h.session_id { ", with an mcp-session-id" } else { ", no mcp-session-id" }
+                )),
+                Some(Err(e)) => evidence.push(format!(
+                    "{prefix}the server speaks no initialize handshake for the valid bearer ({})",
+                    e.text
+                )),
+                None => {}
+            }
+        }
+        Err(e) => evidence.push(format!("{prefix}the valid bearer could not open a session: {}", e.text)),
+    }
+    evidence
+}
+
+/// Refusing everyone proves nothing: without a session for the valid bearer there is no
+/// session to refuse, whatever the bad bearers were told. A replica where nothing was
+/// broken waits (`Ok`) or cannot be judged (`Err`) while the valid bearer has no session.
+fn unjudgeable(o: &ReplicaRefusal, prefix: &str, differs: bool) -> Option<Result<String, Finding>> {
+    match &o.valid {
+        Err(e) if e.not_ready => Some(Ok(format!("{prefix}the valid bearer: {}", e.text))),
+        Err(e) => {
+            let seen: Vec<String> = o
+                .control
+                .iter()
+                .filter_map(|t| t.status().map(|s| format!("{s} at {}", t.ask.entry)))
+                .take(4)
+                .collect();
+            let how = if differs { "cannot open a session either" } else { "gets the same answer" };
+            Some(Err(Finding::new(
+                FindingKind::CannotBeJudged,
+                format!(
+                    "{prefix}cannot be judged: the valid bearer {how} ({}; {}) — is `transport` right?",
+                    seen.join(", "),
+                    e.text
+                ),
+            )
+            .fact("replica", &o.replica)))
+        }
+        Ok(_) => None,
+    }
 }
 
 /// One finding per bearer, replica and kind, naming every entry point it covers: the
