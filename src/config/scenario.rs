@@ -340,57 +340,7 @@ impl Validator<'_> {
                 ),
             );
         }
-        for consumer in &p.allowed_consumers {
-            if !raw.clients.contains_key(&consumer.value) {
-                self.error(
-                    &consumer.referenced,
-                    format!("{key}.allowed_consumers"),
-                    format!("`{}` is not a client of this scenario (clients: {})", consumer.value, list(&ids.clients)),
-                );
-            }
-        }
-        self.check_tools(&key, p);
-        if let Some(hash) = &p.tools.value.schema_sha256
-            && (hash.value.len() != 64 || !hash.value.bytes().all(|b| b.is_ascii_hexdigit()))
-        {
-            self.error(
-                &hash.referenced,
-                format!("{key}.tools.schema_sha256"),
-                format!("`{}` is not a hex sha256 (64 hex digits)", hash.value),
-            );
-        }
-        if let Some(read) = &p.read {
-            if !p.tools.value.allowlist.contains(&read.value.tool) {
-                self.error(
-                    &read.referenced,
-                    format!("{key}.read.tool"),
-                    format!(
-                        "read tool `{}` is not in the allowlist ({})",
-                        read.value.tool,
-                        p.tools.value.allowlist.join(", ")
-                    ),
-                );
-            }
-            if !read.value.arguments.is_object() {
-                self.error(&read.referenced, format!("{key}.read.arguments"), "arguments must be a mapping".into());
-            }
-        }
-        if let Some(sidecar) = &p.sidecar
-            && sidecar.value.networks.is_empty()
-        {
-            self.error(
-                &sidecar.referenced,
-                format!("{key}.sidecar.networks"),
-                "a sidecar must declare at least its provider's network".into(),
-            );
-        }
-        if p.app.as_ref().is_some_and(|a| a.ports.is_empty()) {
-            self.error(
-                at,
-                format!("{key}.app.ports"),
-                "list the ports the app listens on: reach checks probe exactly those".into(),
-            );
-        }
+        self.check_provider_entry(&key, at, p, raw, ids);
         let keys = ProviderKeys {
             denied_tools: &p.denied_tools,
             strict_arguments: p.strict_arguments,
@@ -436,6 +386,70 @@ impl Validator<'_> {
             networks: p.networks.clone(),
             boundary,
         })
+    }
+
+    /// The rules of one provider entry that build nothing: admitted clients exist, tool
+    /// names and the pinned hash are well formed, the read is an allowlisted tool with a
+    /// mapping of arguments, a sidecar declares a network, an app its ports.
+    fn check_provider_entry(
+        &mut self,
+        key: &str,
+        at: &serde_saphyr::Location,
+        p: &ProviderFile,
+        raw: &ScenarioFile,
+        ids: &Ids<'_>,
+    ) {
+        for consumer in &p.allowed_consumers {
+            if !raw.clients.contains_key(&consumer.value) {
+                self.error(
+                    &consumer.referenced,
+                    format!("{key}.allowed_consumers"),
+                    format!("`{}` is not a client of this scenario (clients: {})", consumer.value, list(&ids.clients)),
+                );
+            }
+        }
+        self.check_tools(key, p);
+        if let Some(hash) = &p.tools.value.schema_sha256
+            && (hash.value.len() != 64 || !hash.value.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            self.error(
+                &hash.referenced,
+                format!("{key}.tools.schema_sha256"),
+                format!("`{}` is not a hex sha256 (64 hex digits)", hash.value),
+            );
+        }
+        if let Some(read) = &p.read {
+            if !p.tools.value.allowlist.contains(&read.value.tool) {
+                self.error(
+                    &read.referenced,
+                    format!("{key}.read.tool"),
+                    format!(
+                        "read tool `{}` is not in the allowlist ({})",
+                        read.value.tool,
+                        p.tools.value.allowlist.join(", ")
+                    ),
+                );
+            }
+            if !read.value.arguments.is_object() {
+                self.error(&read.referenced, format!("{key}.read.arguments"), "arguments must be a mapping".into());
+            }
+        }
+        if let Some(sidecar) = &p.sidecar
+            && sidecar.value.networks.is_empty()
+        {
+            self.error(
+                &sidecar.referenced,
+                format!("{key}.sidecar.networks"),
+                "a sidecar must declare at least its provider's network".into(),
+            );
+        }
+        if p.app.as_ref().is_some_and(|a| a.ports.is_empty()) {
+            self.error(
+                at,
+                format!("{key}.app.ports"),
+                "list the ports the app listens on: reach checks probe exactly those".into(),
+            );
+        }
     }
 
     /// One client entry, and its application blocks (Open WebUI, Flowise, n8n).
