@@ -274,3 +274,21 @@ fn words_split_like_a_shell() {
         "docker run --rm img"
     );
 }
+
+/// `.ci/run` holds one swarm for the whole run, made as the swarm tests would make it: the
+/// same subnets and the label by which they know it for cordon's.
+#[test]
+fn the_swarm_ci_holds_is_the_one_the_swarm_tests_would_make() {
+    let run = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/run")).unwrap();
+    let value = |var: &str| {
+        run.lines()
+            .find_map(|l| l.strip_prefix(&format!("{var}=")))
+            .unwrap_or_else(|| panic!("no {var}= in .ci/run"))
+            .to_string()
+    };
+    assert_eq!(value("swarm_gwbridge_subnet"), cordon::demo::swarm::GWBRIDGE_SUBNET);
+    assert_eq!(value("swarm_address_pool"), cordon::demo::swarm::ADDRESS_POOL);
+    assert!(run.contains(&format!("--label {} docker_gwbridge", cordon::demo::swarm::GWBRIDGE_LABEL)), "{run}");
+    assert!(run.contains("docker swarm leave --force"), "the swarm is left at the end");
+}
+

@@ -25,9 +25,17 @@ const REPORT: &str = "results/swarm/report.json";
 pub const GWBRIDGE_SUBNET: &str = "10.178.0.0/24";
 pub const ADDRESS_POOL: &str = "10.179.0.0/16";
 
+/// The label of a `docker_gwbridge` cordon made (here, or in `.ci/run`, which holds one
+/// swarm for the whole test run so that no test leaves it while other stacks run: a
+/// Docker 20.10 engine that leaves a swarm strips the endpoints of bridge networks made
+/// while it was a manager).
+pub const GWBRIDGE_LABEL: &str = "cordon-test=1";
+
 /// The engine's swarm as found, and what was changed to run stacks on it; undone on drop.
 pub struct SwarmHost {
     initialized: bool,
+    /// A swarm cordon made (this code or the CI run), which a test may join a worker to.
+    ours: bool,
     created_gwbridge: bool,
     /// DOCKER-USER rules keeping the stacks' subnets on this machine.
     rules: Vec<Vec<String>>,
@@ -40,7 +48,7 @@ impl SwarmHost {
     /// docker_gwbridge and the default route otherwise.
     pub fn prepare(subnets: &[&str]) -> Result<SwarmHost, String> {
         let state = output(Command::new("docker").args(["info", "--format", "{{.Swarm.LocalNodeState}}"]))?;
-        let mut host = SwarmHost { initialized: false, created_gwbridge: false, rules: vec![] };
+        let mut host = SwarmHost { initialized: false, ours: false, created_gwbridge: false, rules: vec![] };
         if state.trim() == "inactive" {
             let exists = Command::new("docker")
                 .args(["network", "inspect", "docker_gwbridge"])
@@ -62,7 +70,7 @@ impl SwarmHost {
                     "--opt",
                     "com.docker.network.bridge.enable_ip_masquerade=true",
                     "--label",
-                    "cordon-test=1",
+                    GWBRIDGE_LABEL,
                     "docker_gwbridge",
                 ]))?;
                 host.created_gwbridge = true;
@@ -78,7 +86,14 @@ impl SwarmHost {
                 "24",
             ]))?;
             host.initialized = true;
-        } else if state.trim() != "active" {
+            host.ours = true;
+        } else if state.trim() == "active" {
+            let (key, value) = GWBRIDGE_LABEL.split_once('=').expect("a key=value label");
+            let format = format!("{{{{index .Labels \"{key}\"}}}}");
+            host.ours =
+                output(Command::new("docker").args(["network", "inspect", "--format", &format, "docker_gwbridge"]))
+                    .is_ok_and(|v| v.trim() == value);
+        } else {
             return Err(format!("the engine's swarm state is {:?}: cordon will not touch it", state.trim()));
         }
         if let Some(uplink) = uplink() {
@@ -111,6 +126,11 @@ impl SwarmHost {
 
     pub fn initialized(&self) -> bool {
         self.initialized
+    }
+
+    /// This code or cordon's CI made the swarm: a test may join a worker engine to it.
+    pub fn ours(&self) -> bool {
+        self.ours
     }
 }
 
