@@ -291,4 +291,3 @@ fn the_swarm_ci_holds_is_the_one_the_swarm_tests_would_make() {
     assert!(run.contains(&format!("--label {} docker_gwbridge", cordon::demo::swarm::GWBRIDGE_LABEL)), "{run}");
     assert!(run.contains("docker swarm leave --force"), "the swarm is left at the end");
 }
-

@@ -113,18 +113,29 @@ impl Probe for RouteCheck {
                 return Attempt::not_ready(why, observation.name.evidence());
             }
             let mut attempt = judge(&observation, &roles, &listening, &from);
-            // The listeners were read before the connect: a replica that stopped or
-            // restarted in between refused as a process that is gone, not as a provider
-            // that listens and turns clients away.
-            if let Attempt::Fail { findings, evidence } = &attempt
-                && findings.iter().any(|f| f.kind == FindingKind::ProviderNotAccepting)
-                && let Some(why) = deployment.unsettled(&providers).await
-            {
-                return Attempt::not_ready(why, evidence.clone());
+            if only_refusals(&attempt) {
+                attempt = not_yet_if_unsettled(attempt, deployment.unsettled(&providers).await);
             }
             attempt.lead_with(deployment.probed_by(&client, &from));
             attempt
         })
+    }
+}
+
+/// The verdict rests on refused connects alone ("listens but cannot connect").
+fn only_refusals(attempt: &Attempt) -> bool {
+    matches!(attempt, Attempt::Fail { findings, .. }
+        if findings.iter().all(|f| f.kind == FindingKind::ProviderNotAccepting))
+}
+
+/// Pure: the listeners were read before the connect. While a replica stopped, restarted
+/// or has just started (`unsettled` says which), a refused connect is a process that is
+/// gone or not up yet, not a provider that listens and turns clients away: not judged
+/// yet. Once every replica is the process discovery saw and has run a while, it fails.
+fn not_yet_if_unsettled(attempt: Attempt, unsettled: Option<String>) -> Attempt {
+    match (only_refusals(&attempt), attempt, unsettled) {
+        (true, Attempt::Fail { evidence, .. }, Some(why)) => Attempt::not_ready(why, evidence),
+        (_, attempt, _) => attempt,
     }
 }
 
@@ -229,6 +240,29 @@ mod tests {
 
     fn listening(containers: &[&str]) -> BTreeMap<String, Vec<Listener>> {
         containers.iter().map(|c| (c.to_string(), vec![Listener { addr: "0.0.0.0:8000".parse().unwrap() }])).collect()
+    }
+
+    /// A refused connect from a process that stayed is a failure; from one that stopped,
+    /// restarted or just started, it waits; a name that leads elsewhere is never excused.
+    #[rstest::rstest]
+    #[case::settled(FindingKind::ProviderNotAccepting, None, "fail")]
+    #[case::restarted(FindingKind::ProviderNotAccepting, Some("native_1 stopped or restarted"), "not ready")]
+    #[case::foreign_while_restarting(FindingKind::ForeignAddress, Some("native_1 stopped or restarted"), "fail")]
+    fn a_refused_connect_waits_only_while_a_replica_is_unsettled(
+        #[case] kind: FindingKind,
+        #[case] unsettled: Option<&str>,
+        #[case] want: &str,
+    ) {
+        let failed = Attempt::failed(vec![Finding::new(kind, "x")], vec!["seen".into()]);
+        let got = match not_yet_if_unsettled(failed, unsettled.map(str::to_string)) {
+            Attempt::Fail { .. } => "fail",
+            Attempt::NotReady { reason, evidence } => {
+                assert_eq!((reason.as_str(), evidence.as_slice()), (unsettled.unwrap(), &["seen".to_string()][..]));
+                "not ready"
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(got, want);
     }
 
     #[test]
