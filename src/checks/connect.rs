@@ -1,22 +1,83 @@
-//! Connecting by address: one bounded TCP connect, and why a failed IPv6 connect may
-//! prove nothing yet (an address on the way still in duplicate address detection).
+//! Connecting by address: one bounded TCP connect, and why a failed connect may prove
+//! nothing yet (an IPv6 address on the way still in duplicate address detection, or a
+//! listener whose accept queue is full).
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use crate::engine::Target;
+use crate::netns::listener::Listener;
+
+/// How one TCP connect went: opened, or why not.
+pub type Connected = Result<(), ConnectError>;
+
+/// Why a TCP connect did not open. The kinds are told apart because they prove different
+/// things: a reset comes from the peer's kernel (the address is reachable, the port is
+/// closed); no answer is a dropped SYN (a firewall, a path that does not exist, or a
+/// listener whose accept queue is full).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConnectError {
+    Refused,
+    NoAnswer { within_ms: u64 },
+    Other(String),
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::Refused => {
+                write!(f, "refused (a TCP reset: the address is reachable at IP level, nothing listens on the port)")
+            }
+            ConnectError::NoAnswer { within_ms } => write!(f, "no answer within {:.1}s", *within_ms as f64 / 1000.0),
+            ConnectError::Other(e) => write!(f, "{e}"),
+        }
+    }
+}
 
 /// Ok when a TCP connection opens within `timeout`; the error says how it failed.
-pub async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
+pub async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Connected {
     match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await {
         Ok(Ok(_stream)) => Ok(()),
-        // A reset comes from the peer: the address is reachable, only the port is closed.
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            Err("refused (a TCP reset: the address is reachable at IP level, nothing listens on the port)".into())
-        }
-        Ok(Err(e)) => Err(format!("{e}")),
-        Err(_) => Err(format!("no answer within {:.1}s", timeout.as_secs_f64())),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => Err(ConnectError::Refused),
+        Ok(Err(e)) => Err(ConnectError::Other(e.to_string())),
+        Err(_) => Err(ConnectError::NoAnswer { within_ms: timeout.as_millis() as u64 }),
     }
+}
+
+/// A connect with no answer at `port` of `container` whose listener's accept queue is
+/// full: the silence is the provider's, not the path's (see [`full_accept_queue`]).
+/// `None` when the silence stands.
+pub(crate) fn silenced_by_full_queue(
+    error: &ConnectError,
+    listening: &BTreeMap<String, Vec<Listener>>,
+    container: &str,
+    port: u16,
+) -> Option<String> {
+    match error {
+        ConnectError::NoAnswer { .. } => full_accept_queue(listening, container, port),
+        _ => None,
+    }
+}
+
+/// Why `container`'s listener on `port` takes no connections, if its accept queue is full:
+/// the kernel drops every SYN to a full queue, from wherever it comes (the process is
+/// paused, hung or overloaded), so a connect with no answer there proves nothing.
+pub(crate) fn full_accept_queue(
+    listening: &BTreeMap<String, Vec<Listener>>,
+    container: &str,
+    port: u16,
+) -> Option<String> {
+    let full = listening.get(container)?.iter().find(|l| l.addr.port() == port && l.queue_is_full())?;
+    let queue = full.queue?;
+    Some(format!(
+        "{container} listens on {} but takes no connections: its accept queue is full ({} waiting, backlog {}), \
+         so the kernel drops every new SYN (the process is paused, hung or overloaded) and a connect with no answer \
+         proves nothing",
+        full.addr, queue.waiting, queue.backlog
+    ))
 }
 
 pub fn join_addrs(addrs: &[IpAddr]) -> String {

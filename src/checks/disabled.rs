@@ -17,7 +17,7 @@ use std::sync::Arc;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::connect::tcp_connect;
+use super::connect::{ConnectError, Connected, full_accept_queue, tcp_connect};
 use super::name::{self, NameSeen};
 use super::reach::{Answer, AskWho, Door, who_answers};
 use super::refusal::Try;
@@ -56,7 +56,7 @@ pub struct Look {
     /// How a client resolves the name (network positions do not judge names).
     pub name: Option<NameSeen>,
     /// TCP to every resolved or leftover address on the endpoint port.
-    pub knocks: Vec<(SocketAddr, Result<(), String>)>,
+    pub knocks: Vec<(SocketAddr, Connected)>,
     /// A GET (event stream) and a POST (`tools/list`) with no bearer, wherever TCP opened.
     pub answers: Vec<(SocketAddr, Try)>,
     /// Swarm: who answered one fixed request wherever TCP opened (see [`Owners`]).
@@ -173,7 +173,8 @@ impl Probe for DisabledCheck {
                 }
             }
             let attempt = judge(provider.url.as_str(), &seen, evidence, owners.as_ref());
-            settled_or_not_ready(attempt, &seen, &lookers)
+            let attempt = settled_or_not_ready(attempt, &seen, &lookers);
+            silence_of_a_full_queue(attempt, &seen, &deployment, &tasks, port).await
         })
     }
 }
@@ -346,8 +347,7 @@ struct Knocking<'a> {
     ask_who: Option<&'a AskWho>,
 }
 
-type Knocked =
-    (Option<NameSeen>, Vec<(SocketAddr, Result<(), String>)>, Vec<(SocketAddr, Try)>, Vec<(SocketAddr, Answer)>);
+type Knocked = (Option<NameSeen>, Vec<(SocketAddr, Connected)>, Vec<(SocketAddr, Try)>, Vec<(SocketAddr, Answer)>);
 
 impl Knocking<'_> {
     /// The name as this position resolves it, TCP to every resolved or leftover address,
@@ -364,7 +364,7 @@ impl Knocking<'_> {
         addrs.extend(self.leftovers);
         addrs.sort();
         addrs.dedup();
-        let knocks: Vec<(SocketAddr, Result<(), String>)> = join_all(addrs.iter().map(|a| async move {
+        let knocks: Vec<(SocketAddr, Connected)> = join_all(addrs.iter().map(|a| async move {
             let target = SocketAddr::new(*a, port);
             (target, tcp_connect(target, limits.connect_timeout).await)
         }))
@@ -471,6 +471,39 @@ fn settled_or_not_ready(attempt: Attempt, looks: &[Look], lookers: &[crate::engi
         return Attempt::Pass { evidence };
     }
     Attempt::not_ready(super::connect::settling_reason(&settling), evidence)
+}
+
+/// A dark verdict is only as good as its silent knocks: a leftover container whose
+/// listener on the endpoint port has a full accept queue (paused, hung) drops every SYN,
+/// so its silence is not darkness: it would serve again once it runs.
+async fn silence_of_a_full_queue(
+    attempt: Attempt,
+    looks: &[Look],
+    deployment: &Deployment,
+    tasks: &[crate::engine::Target],
+    port: u16,
+) -> Attempt {
+    let Attempt::Pass { evidence } = attempt else { return attempt };
+    let silent: BTreeSet<IpAddr> = looks
+        .iter()
+        .flat_map(|l| &l.knocks)
+        .filter(|(_, r)| matches!(r, Err(ConnectError::NoAnswer { .. })))
+        .map(|(a, _)| a.ip())
+        .collect();
+    let behind: Vec<crate::engine::Target> =
+        tasks.iter().filter(|t| t.addresses().iter().any(|a| silent.contains(a))).cloned().collect();
+    if behind.is_empty() {
+        return Attempt::Pass { evidence };
+    }
+    let listening = match listeners_of(deployment, &behind).await {
+        Ok(l) => l,
+        Err(attempt) => return attempt,
+    };
+    let why: Vec<String> = behind.iter().filter_map(|t| full_accept_queue(&listening, &t.name, port)).collect();
+    match why.is_empty() {
+        true => Attempt::Pass { evidence },
+        false => Attempt::not_ready(format!("a silent address is not a dark one: {}", why.join("; ")), evidence),
+    }
 }
 
 /// Pure: no client routes the name, nothing accepts or answers, and no listener on the

@@ -179,6 +179,9 @@ impl Sides<'_> {
             ask: self.ask.clone(),
         };
         let seen = deployment.observe(sidecar, &from, plan).await?;
+        if let Some(after) = reach::listeners_after_silence(deployment, self.others, &seen.knocks).await {
+            surface.listening_after = after?;
+        }
         match &self.ask {
             Some(ask) if seen.knocks.iter().any(|k| k.first.is_ok()) => {
                 surface.references =
@@ -277,6 +280,7 @@ pub fn judge(sidecar: &str, provider: &Provider, surface: &Surface, seen: &Egres
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checks::connect::ConnectError;
     use crate::model::FindingKind;
 
     fn door(addr: &str, container: &str) -> Door {
@@ -284,7 +288,7 @@ mod tests {
     }
 
     fn knock(d: Door, open: bool) -> Knock {
-        let r = |ok: bool| if ok { Ok(()) } else { Err("no answer within 1.0s".to_string()) };
+        let r = |ok: bool| if ok { Ok(()) } else { Err(ConnectError::NoAnswer { within_ms: 1000 }) };
         Knock {
             door: d,
             first: r(open),

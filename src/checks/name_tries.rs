@@ -79,7 +79,7 @@ pub async fn through_the_name(view: &NsView, plan: &ThroughTheName<'_>, era: Era
             .unwrap_or_else(|| addr.to_string())
     };
     let resolve = |request: usize| async move {
-        let answer = view.resolve(&plan.host).await.map_err(|e| e.to_string())?;
+        let answer = view.resolve(plan.host).await.map_err(|e| e.to_string())?;
         // The engine's DNS shuffles a dnsrr answer: sorted, the rotation is the same on
         // every run.
         let mut addrs = answer.addrs;

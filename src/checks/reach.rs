@@ -20,7 +20,7 @@ use std::time::Duration;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::connect::tcp_connect;
+use super::connect::{ConnectError, Connected, silenced_by_full_queue, tcp_connect};
 use super::route::listeners_of;
 use super::vantage::client_target;
 use crate::check::{Check, Probe, RunContext, named};
@@ -120,8 +120,8 @@ impl std::fmt::Display for Door {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Knock {
     pub door: Door,
-    pub first: Result<(), String>,
-    pub repeats: Vec<Result<(), String>>,
+    pub first: Connected,
+    pub repeats: Vec<Connected>,
     /// What answered an HTTP request on the opened connection (swarm: who answers).
     #[serde(default)]
     pub answer: Option<Answer>,
@@ -142,6 +142,10 @@ pub struct Surface {
     /// IPv6 addresses on the way still in duplicate address detection (see
     /// [`super::connect::ipv6_settling`]): until they settle, a failed IPv6 connect proves nothing.
     pub settling: Vec<String>,
+    /// The listeners behind the doors, read again after a connect got no answer: at a
+    /// listener whose accept queue is full that silence proves nothing (see
+    /// [`super::connect::silenced_by_full_queue`]).
+    pub listening_after: BTreeMap<String, Vec<Listener>>,
 }
 
 /// Every door of `targets`: each address on each network × every port a container
@@ -289,6 +293,12 @@ impl Probe for ReachCheck {
                 Ok(k) => k,
                 Err(attempt) => return attempt.into(),
             };
+            if let Some(after) = listeners_after_silence(&deployment, &targets, &knocks).await {
+                match after {
+                    Ok(l) => surface.listening_after = l,
+                    Err(attempt) => return attempt.into(),
+                }
+            }
             if let Some(ask) = ask.filter(|_| knocks.iter().any(|k| k.first.is_ok())) {
                 match references(&deployment, &targets, &surface.doors, &ask, timeout).await {
                     Ok(refs) => surface.references = Some(refs),
@@ -312,6 +322,22 @@ impl Probe for ReachCheck {
             outcome
         })
     }
+}
+
+/// The listeners of `targets` read again when a knock got no answer (`None` when none
+/// did): whether a full accept queue, not the path, kept it silent.
+pub(crate) async fn listeners_after_silence(
+    deployment: &crate::deployment::Deployment,
+    targets: &[Target],
+    knocks: &[Knock],
+) -> Option<Result<BTreeMap<String, Vec<Listener>>, Attempt>> {
+    let silent = |k: &Knock| matches!(k.first, Err(ConnectError::NoAnswer { .. }));
+    let behind: Vec<Target> =
+        targets.iter().filter(|t| knocks.iter().any(|k| silent(k) && k.door.container == t.name)).cloned().collect();
+    if behind.is_empty() {
+        return None;
+    }
+    Some(listeners_of(deployment, &behind).await)
 }
 
 /// Every virtual IP of the service on every network, on every port a door of the
@@ -391,9 +417,14 @@ fn judge_knocks(
     let mut evidence: Vec<String> = surface.loopback_only.clone();
     let mut findings = Vec::new();
     let mut unknown = Vec::new();
+    let mut silenced = Vec::new();
     for k in knocks {
         match &k.first {
-            Err(e) => evidence.push(format!("{}: {e}", k.door)),
+            Err(e) => {
+                evidence.push(format!("{}: {e}", k.door));
+                let (container, port) = (&k.door.container, k.door.container_port());
+                silenced.extend(silenced_by_full_queue(e, &surface.listening_after, container, port));
+            }
             Ok(()) if k.repeats.iter().all(Result::is_ok) => {
                 evidence.push(format!(
                     "{}: connected ({} of {} repeats too)",
@@ -430,7 +461,7 @@ fn judge_knocks(
                 k.door,
                 k.repeats
                     .iter()
-                    .map(|r| r.clone().err().unwrap_or_else(|| "connected".into()))
+                    .map(|r| r.as_ref().err().map_or_else(|| "connected".into(), ToString::to_string))
                     .collect::<Vec<_>>()
                     .join("; ")
             )),
@@ -438,6 +469,10 @@ fn judge_knocks(
     }
     if !findings.is_empty() {
         return Attempt::failed(findings, evidence);
+    }
+    if !silenced.is_empty() {
+        silenced.dedup();
+        return Attempt::not_ready(silenced.join("; "), evidence);
     }
     if !surface.settling.is_empty() && knocks.iter().any(|k| k.door.addr.is_ipv6() && k.first.is_err()) {
         return Attempt::not_ready(super::connect::settling_reason(&surface.settling), evidence);
@@ -488,7 +523,7 @@ mod tests {
     fn listens(pairs: &[(&str, &[&str])]) -> BTreeMap<String, Vec<Listener>> {
         pairs
             .iter()
-            .map(|(c, ls)| (c.to_string(), ls.iter().map(|l| Listener { addr: l.parse().unwrap() }).collect()))
+            .map(|(c, ls)| (c.to_string(), ls.iter().map(|l| Listener::at(l.parse().unwrap())).collect()))
             .collect()
     }
 
@@ -521,18 +556,18 @@ mod tests {
         let targets = [target("native_1", "10.0.1.5", vec![])];
         let s = surface(&topo(), &targets, &listens(&[("native_1", &[])]), &[8000], &[]);
         let knocks =
-            vec![Knock { door: s.doors[0].clone(), first: Err("refused".into()), repeats: vec![], answer: None }];
+            vec![Knock { door: s.doors[0].clone(), first: Err(ConnectError::Refused), repeats: vec![], answer: None }];
         assert!(matches!(judge(&s, &knocks, "c", "`native`", Crossing::Lateral).attempt, Attempt::NotReady { .. }));
     }
 
     #[rstest::rstest]
-    #[case::ipv6_closed_while_settling("[fd00:1::2]:8000", Err("no answer".into()), true, "not ready")]
-    #[case::ipv6_closed_once_settled("[fd00:1::2]:8000", Err("no answer".into()), false, "pass")]
+    #[case::ipv6_closed_while_settling("[fd00:1::2]:8000", Err(NO_ANSWER), true, "not ready")]
+    #[case::ipv6_closed_once_settled("[fd00:1::2]:8000", Err(NO_ANSWER), false, "pass")]
     #[case::ipv6_open_while_settling("[fd00:1::2]:8000", Ok(()), true, "fail")]
-    #[case::ipv4_closed_while_settling("10.0.1.2:8000", Err("no answer".into()), true, "pass")]
+    #[case::ipv4_closed_while_settling("10.0.1.2:8000", Err(NO_ANSWER), true, "pass")]
     fn a_closed_ipv6_door_proves_nothing_while_an_address_on_the_way_is_tentative(
         #[case] addr: &str,
-        #[case] first: Result<(), String>,
+        #[case] first: Connected,
         #[case] settling: bool,
         #[case] want: &str,
     ) {
@@ -555,7 +590,50 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    fn knock(addr: &str, via: Via, first: Result<(), String>, repeats: Vec<Result<(), String>>) -> Knock {
+    const NO_ANSWER: ConnectError = ConnectError::NoAnswer { within_ms: 1000 };
+
+    /// A paused or hung provider: its full accept queue drops every SYN, so a door with no
+    /// answer there proves no isolation; a reset, or a queue with room, still does; and a
+    /// door that opened elsewhere fails whatever else waits.
+    #[rstest::rstest]
+    #[case::silent_at_a_full_queue(Err(NO_ANSWER), 129, false, "not ready")]
+    #[case::silent_at_a_queue_with_room(Err(NO_ANSWER), 3, false, "pass")]
+    #[case::reset_at_a_full_queue(Err(ConnectError::Refused), 129, false, "pass")]
+    #[case::another_door_opened(Err(NO_ANSWER), 129, true, "fail")]
+    fn a_silent_door_at_a_full_accept_queue_proves_nothing(
+        #[case] first: Connected,
+        #[case] waiting: u32,
+        #[case] another_opened: bool,
+        #[case] want: &str,
+    ) {
+        let mut knocks = vec![knock("10.0.6.4:8000", Via::Direct, first, vec![])];
+        if another_opened {
+            let mut open = knock("10.0.6.5:8000", Via::Direct, Ok(()), vec![Ok(()), Ok(())]);
+            open.door.container = "native_3".into();
+            knocks.push(open);
+        }
+        let queue = Some(crate::netns::listener::AcceptQueue { waiting, backlog: 128 });
+        let s = Surface {
+            doors: knocks.iter().map(|k| k.door.clone()).collect(),
+            listening_after: BTreeMap::from([(
+                "native_2".to_string(),
+                vec![Listener { addr: "0.0.0.0:8000".parse().unwrap(), queue }],
+            )]),
+            ..Default::default()
+        };
+        let got = match judge(&s, &knocks, "c", "`native`", Crossing::Lateral).attempt {
+            Attempt::NotReady { reason, .. } => {
+                assert!(reason.contains("native_2 listens on 0.0.0.0:8000 but takes no connections"), "{reason}");
+                "not ready"
+            }
+            Attempt::Pass { .. } => "pass",
+            Attempt::Fail { .. } => "fail",
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(got, want);
+    }
+
+    fn knock(addr: &str, via: Via, first: Connected, repeats: Vec<Connected>) -> Knock {
         Knock {
             door: Door { addr: addr.parse().unwrap(), container: "native_2".into(), network: "postgres".into(), via },
             first,
@@ -575,12 +653,14 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let flicker =
-            knock("10.0.6.4:8000", Via::Direct, Ok(()), vec![Err("no answer".into()), Err("no answer".into())]);
+        let flicker = knock("10.0.6.4:8000", Via::Direct, Ok(()), vec![Err(NO_ANSWER), Err(NO_ANSWER)]);
         let Outcome { attempt, transient } = judge(&s, &[flicker], "c", "`legacy`", Crossing::Lateral);
         assert!(attempt.is_pass(), "{attempt:?}");
         assert_eq!(transient.len(), 1, "{transient:?}");
-        assert!(transient[0].contains("connected once but not again (no answer; no answer)"), "{transient:?}");
+        assert!(
+            transient[0].contains("connected once but not again (no answer within 1.0s; no answer within 1.0s)"),
+            "{transient:?}"
+        );
         let published =
             knock("10.0.0.1:18000", Via::Published { container_port: "8000/tcp".into() }, Ok(()), vec![Ok(()), Ok(())]);
         let Attempt::Fail { findings, .. } =

@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::connect::tcp_connect;
+use super::connect::{ConnectError, Connected, silenced_by_full_queue, tcp_connect};
 use super::name::{self, NameSeen};
 use super::vantage::client_target;
 use crate::check::{Check, Probe, RunContext, named};
@@ -46,7 +46,7 @@ struct RouteCheck {
 pub struct RouteObservation {
     pub name: NameSeen,
     pub port: u16,
-    pub connects: Vec<(SocketAddr, Result<(), String>)>,
+    pub connects: Vec<(SocketAddr, Connected)>,
 }
 
 /// The listeners of each container of a service, read from its own namespace: whether a
@@ -90,7 +90,7 @@ impl Probe for RouteCheck {
                 Err(attempt) => return attempt,
             };
             let providers = topology.running(&provider.service).to_vec();
-            let listening = match listeners_of(&deployment, &providers).await {
+            let mut listening = match listeners_of(&deployment, &providers).await {
                 Ok(l) => l,
                 Err(attempt) => return attempt,
             };
@@ -106,6 +106,14 @@ impl Probe for RouteCheck {
                 Ok(Err(reason)) => return Attempt::not_ready(reason, vec![]),
                 Err(attempt) => return attempt,
             };
+            // A connect with no answer: how the listeners stand now, after it (their accept
+            // queues say whether the silence was the provider's own).
+            if observation.connects.iter().any(|(_, r)| matches!(r, Err(ConnectError::NoAnswer { .. }))) {
+                match listeners_of(&deployment, &providers).await {
+                    Ok(after) => listening = after,
+                    Err(attempt) => return attempt,
+                }
+            }
             let roles = name::roles(&observation.name, &providers, Some(&client), &topology);
             if name::judge(&observation.name, &roles, &from).is_err()
                 && let Some(why) = deployment.unsettled(&providers).await
@@ -141,7 +149,9 @@ fn not_yet_if_unsettled(attempt: Attempt, unsettled: Option<String>) -> Attempt 
 
 /// Pure: every answer is the provider's (see [`name::judge`]), and every provider address
 /// answered accepts TCP. A refused connect is "still starting" while the provider is not
-/// yet seen listening on the port; once it listens, a refused connect is a failure.
+/// yet seen listening on the port; once it listens, a refused connect is a failure. A
+/// connect with no answer at a listener whose accept queue is full is not judged: the
+/// kernel drops every SYN there, whoever sends it (a paused or hung provider).
 pub fn judge(
     o: &RouteObservation,
     roles: &[(std::net::IpAddr, name::Role)],
@@ -174,6 +184,10 @@ pub fn judge(
             Some(Err(e)) if let Some((_, other)) = reached.iter().find(|(c, _)| *c == container) => evidence.push(
                 format!("{target} ({container} on {network}): {e}; the client's connect loop goes on to {other}, which accepted"),
             ),
+            Some(Err(e)) if let Some(why) = silenced_by_full_queue(e, listening, &container, o.port) => {
+                evidence.push(format!("{target} ({container} on {network}): {e}"));
+                starting.push(why);
+            }
             Some(Err(e)) if listens => {
                 evidence.push(format!("{target} ({container} on {network}): {e}"));
                 findings.push(
@@ -212,7 +226,9 @@ mod tests {
     use crate::dns::{AnswerSource, NameAnswer, WildcardSet};
     use name::Role;
 
-    fn obs(connects: Vec<(&str, Result<(), String>)>) -> RouteObservation {
+    const NO_ANSWER: ConnectError = ConnectError::NoAnswer { within_ms: 1000 };
+
+    fn obs(connects: Vec<(&str, Connected)>) -> RouteObservation {
         RouteObservation {
             name: NameSeen {
                 unknown: false,
@@ -239,7 +255,7 @@ mod tests {
     }
 
     fn listening(containers: &[&str]) -> BTreeMap<String, Vec<Listener>> {
-        containers.iter().map(|c| (c.to_string(), vec![Listener { addr: "0.0.0.0:8000".parse().unwrap() }])).collect()
+        containers.iter().map(|c| (c.to_string(), vec![Listener::at("0.0.0.0:8000".parse().unwrap())])).collect()
     }
 
     /// A refused connect from a process that stayed is a failure; from one that stopped,
@@ -269,7 +285,7 @@ mod tests {
     fn every_replica_answered_must_accept() {
         let o = obs(vec![("10.0.1.5:8000", Ok(())), ("10.0.1.6:8000", Ok(()))]);
         assert!(judge(&o, &owned(&o), &listening(&["native_0", "native_1"]), "c").is_pass());
-        let o = obs(vec![("10.0.1.5:8000", Ok(())), ("10.0.1.6:8000", Err("no answer within 1.0s".into()))]);
+        let o = obs(vec![("10.0.1.5:8000", Ok(())), ("10.0.1.6:8000", Err(NO_ANSWER))]);
         match judge(&o, &owned(&o), &listening(&["native_0", "native_1"]), "c") {
             Attempt::Fail { findings, .. } => assert_eq!(findings[0].kind, FindingKind::ProviderNotAccepting),
             other => panic!("{other:?}"),
@@ -281,7 +297,7 @@ mod tests {
     /// still fails.
     #[test]
     fn a_replica_reached_at_one_of_its_addresses_is_reached() {
-        let o = obs(vec![("10.0.1.5:8000", Err("refused".into())), ("[fd00:1::5]:8000", Ok(()))]);
+        let o = obs(vec![("10.0.1.5:8000", Err(ConnectError::Refused)), ("[fd00:1::5]:8000", Ok(()))]);
         let roles: Vec<(std::net::IpAddr, Role)> = o
             .name
             .answer
@@ -289,17 +305,50 @@ mod tests {
             .iter()
             .map(|a| (*a, Role::Provider { container: "native_0".into(), network: "net".into() }))
             .collect();
-        let six = BTreeMap::from([("native_0".to_string(), vec![Listener { addr: "[::]:8000".parse().unwrap() }])]);
+        let six = BTreeMap::from([("native_0".to_string(), vec![Listener::at("[::]:8000".parse().unwrap())])]);
         let attempt = judge(&o, &roles, &six, "c");
         assert!(attempt.is_pass(), "{attempt:?}");
         assert!(attempt.evidence().iter().any(|l| l.contains("goes on to [fd00:1::5]:8000, which accepted")));
-        let o = obs(vec![("10.0.1.5:8000", Err("refused".into())), ("[fd00:1::5]:8000", Err("refused".into()))]);
+        let o =
+            obs(vec![("10.0.1.5:8000", Err(ConnectError::Refused)), ("[fd00:1::5]:8000", Err(ConnectError::Refused))]);
         assert!(matches!(judge(&o, &roles, &six, "c"), Attempt::Fail { .. }));
+    }
+
+    /// A paused or hung provider: once its accept queue is full the kernel drops every
+    /// SYN, so a connect with no answer says nothing of the client's path and is not
+    /// judged. The same silence at a listener with room, or a reset, is the provider's.
+    #[rstest::rstest]
+    #[case::queue_full_no_answer(Err(NO_ANSWER), 129, "not ready")]
+    #[case::queue_with_room_no_answer(Err(NO_ANSWER), 12, "fail")]
+    #[case::queue_full_refused(Err(ConnectError::Refused), 129, "fail")]
+    #[case::queue_full_connected(Ok(()), 129, "pass")]
+    fn a_connect_with_no_answer_at_a_full_accept_queue_is_not_judged(
+        #[case] outcome: Connected,
+        #[case] waiting: u32,
+        #[case] want: &str,
+    ) {
+        let o = obs(vec![("10.0.1.5:8000", outcome)]);
+        let queue = Some(crate::netns::listener::AcceptQueue { waiting, backlog: 128 });
+        let l =
+            BTreeMap::from([("native_0".to_string(), vec![Listener { addr: "0.0.0.0:8000".parse().unwrap(), queue }])]);
+        let got = match judge(&o, &owned(&o), &l, "c") {
+            Attempt::Pass { .. } => "pass",
+            Attempt::Fail { findings, .. } => {
+                assert_eq!(findings[0].kind, FindingKind::ProviderNotAccepting);
+                "fail"
+            }
+            Attempt::NotReady { reason, .. } => {
+                assert!(reason.contains("accept queue is full (129 waiting, backlog 128)"), "{reason}");
+                "not ready"
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(got, want);
     }
 
     #[test]
     fn a_refused_connect_before_the_provider_listens_is_not_ready() {
-        let o = obs(vec![("10.0.1.5:8000", Err("refused".into()))]);
+        let o = obs(vec![("10.0.1.5:8000", Err(ConnectError::Refused))]);
         assert!(matches!(judge(&o, &owned(&o), &listening(&[]), "c"), Attempt::NotReady { .. }));
     }
 }

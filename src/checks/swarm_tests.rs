@@ -132,13 +132,15 @@ fn a_vip_route_waits_until_a_replica_listens_then_must_open() {
     let o = RouteObservation {
         name: seen(&["10.9.1.2"]),
         port: 8000,
-        connects: vec![("10.9.1.2:8000".parse().unwrap(), Err("no answer within 1.0s".into()))],
+        connects: vec![(
+            "10.9.1.2:8000".parse().unwrap(),
+            Err(crate::checks::connect::ConnectError::NoAnswer { within_ms: 1000 }),
+        )],
     };
     let roles = name::roles(&o.name, &providers, Some(&client), &topology());
     let none: BTreeMap<String, Vec<Listener>> = BTreeMap::from([("s_native.1".to_string(), vec![])]);
     assert!(matches!(route::judge(&o, &roles, &none, "c"), Attempt::NotReady { .. }));
-    let listening =
-        BTreeMap::from([("s_native.1".to_string(), vec![Listener { addr: "0.0.0.0:8000".parse().unwrap() }])]);
+    let listening = BTreeMap::from([("s_native.1".to_string(), vec![Listener::at("0.0.0.0:8000".parse().unwrap())])]);
     let Attempt::Fail { findings, .. } = route::judge(&o, &roles, &listening, "c") else {
         panic!("a VIP that never opens fails")
     };

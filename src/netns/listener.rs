@@ -7,9 +7,32 @@ use std::net::{IpAddr, SocketAddr};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Listener {
     pub addr: SocketAddr,
+    /// Its accept queue when it was read (sock_diag reports it; `/proc/net/tcp` does not
+    /// give the backlog, so a listener read from there has none).
+    #[serde(default)]
+    pub queue: Option<AcceptQueue>,
+}
+
+/// Connections the kernel completed that the process has not accepted yet, and how many
+/// it may hold (the `listen(2)` backlog, capped by `net.core.somaxconn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+pub struct AcceptQueue {
+    pub waiting: u32,
+    pub backlog: u32,
 }
 
 impl Listener {
+    /// A listener at `addr`, its accept queue unknown.
+    pub fn at(addr: SocketAddr) -> Self {
+        Listener { addr, queue: None }
+    }
+
+    /// The kernel's own test (`sk_acceptq_is_full`): while it holds, every new SYN is
+    /// dropped and a client's connect gets no answer, wherever it comes from.
+    pub fn queue_is_full(&self) -> bool {
+        self.queue.is_some_and(|q| q.waiting > q.backlog)
+    }
+
     /// Bound to loopback only: nothing outside the namespace can reach it.
     pub fn is_loopback(&self) -> bool {
         self.addr.ip().is_loopback()

@@ -75,7 +75,7 @@ mod tests {
             memo.shared(7, Some(1), move |_| {
                 reads.fetch_add(1, Ordering::SeqCst);
                 std::thread::sleep(Duration::from_millis(20));
-                Ok(vec![Listener { addr: "0.0.0.0:8000".parse().unwrap() }])
+                Ok(vec![Listener::at("0.0.0.0:8000".parse().unwrap())])
             })
         };
         let got = futures_util::future::join_all((0..20).map(|_| ask())).await;

@@ -73,7 +73,7 @@ pub fn parse_tcp_table(text: &str) -> Vec<Listener> {
             }
             let (ip, port) = local.split_once(':')?;
             let port = u16::from_str_radix(port, 16).ok()?;
-            Some(Listener { addr: SocketAddr::new(parse_proc_ip(ip)?, port) })
+            Some(Listener::at(SocketAddr::new(parse_proc_ip(ip)?, port)))
         })
         .collect()
 }
@@ -221,7 +221,7 @@ fdcd0010022600060000000000000003 48b9 40 00 82     eth0
 
     #[test]
     fn which_addresses_a_listener_accepts() {
-        let l = |s: &str| Listener { addr: s.parse().unwrap() };
+        let l = |s: &str| Listener::at(s.parse().unwrap());
         let ip = |s: &str| s.parse::<IpAddr>().unwrap();
         assert!(l("0.0.0.0:80").accepts_on(ip("10.0.0.2")));
         assert!(l("[::]:80").accepts_on(ip("10.0.0.2")));

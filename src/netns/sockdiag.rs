@@ -14,7 +14,7 @@ use std::os::unix::fs::MetadataExt;
 
 use nix::sched::{CloneFlags, setns};
 
-use super::listener::Listener;
+use super::listener::{AcceptQueue, Listener};
 
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
 const NLMSG_ERROR: u16 = 2;
@@ -27,6 +27,9 @@ const HEADER: usize = 16;
 const REQUEST: usize = 56;
 /// `struct inet_diag_msg` up to the end of its socket id's source address.
 const MESSAGE_ADDR_END: usize = 24;
+/// Where `idiag_rqueue` and `idiag_wqueue` sit: for a listener, the accept queue's length
+/// and its backlog.
+const MESSAGE_QUEUES: usize = 56;
 /// A dump that has not finished in this long is abandoned (the caller falls back).
 const RECEIVE_TIMEOUT_SECS: libc::time_t = 2;
 
@@ -171,7 +174,12 @@ fn listener(msg: &[u8]) -> Option<Listener> {
         }
         _ => return None,
     };
-    Some(Listener { addr: SocketAddr::new(ip, port) })
+    let u32_at = |at: usize| msg.get(at..at + 4).map(|b| u32::from_ne_bytes(b.try_into().expect("four bytes")));
+    let queue = match (u32_at(MESSAGE_QUEUES), u32_at(MESSAGE_QUEUES + 4)) {
+        (Some(waiting), Some(backlog)) => Some(AcceptQueue { waiting, backlog }),
+        _ => None,
+    };
+    Some(Listener { addr: SocketAddr::new(ip, port), queue })
 }
 
 #[cfg(test)]
@@ -184,13 +192,16 @@ mod tests {
         let v4 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let v6 = std::net::TcpListener::bind("[::1]:0").ok();
         let got = listeners(std::process::id()).expect("a LISTEN dump of this namespace");
-        assert!(got.contains(&Listener { addr: v4.local_addr().unwrap() }), "{got:?}");
+        let at = |addr: SocketAddr| got.iter().find(|l| l.addr == addr).copied();
+        let seen = at(v4.local_addr().unwrap()).unwrap_or_else(|| panic!("{got:?}"));
+        // std's listen(2) backlog is 128; the kernel caps it at somaxconn.
+        assert!(matches!(seen.queue, Some(AcceptQueue { waiting: 0, backlog: 1.. })), "{seen:?}");
         if let Some(v6) = &v6 {
-            assert!(got.contains(&Listener { addr: v6.local_addr().unwrap() }), "{got:?}");
+            assert!(at(v6.local_addr().unwrap()).is_some(), "{got:?}");
         }
         let from_proc = procfs::listeners_from_proc_text(std::process::id()).unwrap();
         for l in [v4.local_addr().unwrap()].into_iter().chain(v6.iter().map(|s| s.local_addr().unwrap())) {
-            assert!(from_proc.contains(&Listener { addr: l }), "{from_proc:?}");
+            assert!(from_proc.contains(&Listener::at(l)), "{from_proc:?}");
         }
     }
 
@@ -202,6 +213,8 @@ mod tests {
         msg[1] = TCP_LISTEN as u8;
         msg[4..6].copy_from_slice(&8000u16.to_be_bytes());
         msg[8..12].copy_from_slice(&[10, 1, 2, 3]);
+        msg[MESSAGE_QUEUES..MESSAGE_QUEUES + 4].copy_from_slice(&129u32.to_ne_bytes());
+        msg[MESSAGE_QUEUES + 4..MESSAGE_QUEUES + 8].copy_from_slice(&128u32.to_ne_bytes());
         let mut header = [0u8; HEADER];
         header[0..4].copy_from_slice(&((HEADER + msg.len()) as u32).to_ne_bytes());
         header[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
@@ -209,7 +222,9 @@ mod tests {
         datagram.extend_from_slice(&msg);
         let mut out = Vec::new();
         assert!(matches!(parse(&datagram, &mut out).unwrap(), Parsed::More));
-        assert_eq!(out, vec![Listener { addr: "10.1.2.3:8000".parse().unwrap() }]);
+        let queue = Some(AcceptQueue { waiting: 129, backlog: 128 });
+        assert_eq!(out, vec![Listener { addr: "10.1.2.3:8000".parse().unwrap(), queue }]);
+        assert!(out[0].queue_is_full(), "129 waiting over a backlog of 128: the kernel drops new SYNs");
         let mut done = [0u8; HEADER + 4];
         done[0..4].copy_from_slice(&((HEADER + 4) as u32).to_ne_bytes());
         done[4..6].copy_from_slice(&NLMSG_DONE.to_ne_bytes());
