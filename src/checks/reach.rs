@@ -664,7 +664,7 @@ mod tests {
         let published =
             knock("10.0.0.1:18000", Via::Published { container_port: "8000/tcp".into() }, Ok(()), vec![Ok(()), Ok(())]);
         let Attempt::Fail { findings, .. } =
-            judge(&s, &[published.clone()], "c", "`legacy`", Crossing::Lateral).attempt
+            judge(&s, std::slice::from_ref(&published), "c", "`legacy`", Crossing::Lateral).attempt
         else {
             panic!()
         };
