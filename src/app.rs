@@ -97,6 +97,7 @@ pub fn execute(request: RunRequest) -> Ending {
     let console = LiveConsole::new(&tests, &names, redactor.clone());
     let run = runner::run_checks(selected, ctx, Arc::new(LiveEvents(console.clone())));
     let Some(results) = runtime.block_on(interrupt::unless_interrupted(run)) else { return interrupted(runtime) };
+    runtime.block_on(crate::engine::carrier::carriers().finish());
     runtime.shutdown_background();
 
     let report = report_of(results);

@@ -1,7 +1,8 @@
 //! What a run asked of the engine and the kernel, counted as it goes, so a bench can
 //! show how the work grows with the deployment (report.json's `cost`): engine API calls,
 //! reads of a container's `/proc` (listening sockets, routes, addresses), name lookups
-//! sent to a namespace's resolver, and namespaces entered.
+//! sent to a namespace's resolver, namespaces entered, and carriers started on other
+//! nodes' engines.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,6 +28,7 @@ pub static ENGINE_CALLS: Counter = Counter::new();
 pub static PROC_READS: Counter = Counter::new();
 pub static NAME_LOOKUPS: Counter = Counter::new();
 pub static NAMESPACES_ENTERED: Counter = Counter::new();
+pub static CARRIERS_STARTED: Counter = Counter::new();
 
 /// The counters at one moment (a run reads them once, at its end).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +37,8 @@ pub struct Cost {
     pub proc_reads: u64,
     pub name_lookups: u64,
     pub namespaces_entered: u64,
+    #[serde(default)]
+    pub carriers_started: u64,
 }
 
 impl Cost {
@@ -44,6 +48,7 @@ impl Cost {
             proc_reads: PROC_READS.get(),
             name_lookups: NAME_LOOKUPS.get(),
             namespaces_entered: NAMESPACES_ENTERED.get(),
+            carriers_started: CARRIERS_STARTED.get(),
         }
     }
 }

@@ -161,6 +161,23 @@ impl Deployment {
         }
     }
 
+    /// Starts the carrier of every node that has a target to probe, in the background, so
+    /// the carriers' start overlaps with the probes that run here.
+    fn warm_carriers(&self) {
+        let topology = self.topology();
+        let mut nodes: Vec<(String, Engine)> = Vec::new();
+        for target in topology.services.values().flatten() {
+            if let Carrier::There { engine, node } = self.carrier(target)
+                && !nodes.iter().any(|(n, _)| *n == node)
+            {
+                nodes.push((node, engine));
+            }
+        }
+        for (node, engine) in nodes {
+            tokio::spawn(async move { carriers().warm(&engine, &node).await });
+        }
+    }
+
     /// How probes for `target` run, for evidence: "probed from client webui (…) by setns
     /// on this node" or "… by a carrier on node worker-1".
     pub fn probed_by(&self, target: &Target, label: &str) -> String {
@@ -179,18 +196,16 @@ impl Deployment {
             Carrier::Here => self.run_in(target, label, move |view| plan.observe(view)).await,
             Carrier::There { engine, node } => {
                 let kind = P::KIND;
-                let json = plan::encode(&plan).map_err(|e| Attempt::not_ready(e, vec![]))?;
-                let out = match carriers().run(&engine, &node, &target.id, json, CARRIER_LIMIT).await {
+                let plan = plan::encode_value(&plan).map_err(|e| Attempt::not_ready(e, vec![]))?;
+                let who = format!("{label} ({})", target.name);
+                let out = match carriers().run(&engine, &node, target, &who, plan, CARRIER_LIMIT).await {
                     Ok(out) => out,
                     Err(e) => {
                         self.refresh().await;
-                        return Err(Attempt::not_ready(
-                            format!("cannot probe from {label} ({}) on node {node}: {e}", target.name),
-                            vec![],
-                        ));
+                        return Err(Attempt::not_ready(format!("cannot probe from {who} on node {node}: {e}"), vec![]));
                     }
                 };
-                plan::decode::<P>(&out).map_err(|e| {
+                plan::decode_value::<P>(out).map_err(|e| {
                     Attempt::not_ready(
                         format!("the carrier on node {node} answered the {kind} plan with no observation: {e}"),
                         vec![],
@@ -208,9 +223,9 @@ impl Deployment {
     pub async fn proc_facts(&self, target: &Target) -> Result<ProcFacts, Attempt> {
         match self.carrier(target) {
             Carrier::Here => self.read_proc(target, |pid| ProcPlan { pid }.read()).await,
-            // The carrier joins the task's pid namespace: its init is pid 1 there.
+            // The node's carrier sees the node's host pids.
             _ => self
-                .observe(target, &format!("container {}", target.name), ProcPlan { pid: 1 })
+                .observe(target, &format!("container {}", target.name), ProcPlan { pid: target.node_pid })
                 .await?
                 .map_err(|e| Attempt::not_ready(format!("cannot read the sockets of {}: {e}", target.name), vec![])),
         }
@@ -328,7 +343,11 @@ pub async fn discover(
         crate::netns::run_in_netns_async(target.pid, |_| async {}).await.map_err(|e| infra(e.to_string()))?;
     }
     Ok(match mode {
-        Mode::Swarm => Deployment::swarm(project, engine, nodes, scenario.clone(), topology),
+        Mode::Swarm => {
+            let deployment = Deployment::swarm(project, engine, nodes, scenario.clone(), topology);
+            deployment.warm_carriers();
+            deployment
+        }
         _ => Deployment::new(mode, project, Some(engine), scenario.clone(), topology),
     })
 }

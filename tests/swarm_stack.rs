@@ -173,6 +173,12 @@ fn forced_carrier(stack: &Deployed, agent_env: &[(&str, &str)], failures: &mut V
     if carried < 20 {
         failures.push(format!("forced carrier: only {carried} checks say they ran through a carrier"));
     }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results.path().join("report.json")).unwrap()).unwrap();
+    let started = &report["report"]["cost"]["carriers_started"];
+    if started != 1 {
+        failures.push(format!("forced carrier: {started} carriers started for one node, not one for the run"));
+    }
     assert_no_token_in(stack, results.path(), &[&run.stdout, &run.stderr]);
     if let Err(e) = interrupted(stack, &suite, agent_env) {
         failures.push(e);
@@ -203,7 +209,7 @@ fn interrupted(stack: &Deployed, suite: &Path, agent_env: &[(&str, &str)]) -> Re
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while carriers() < 2 && std::time::Instant::now() < deadline {
+    while carriers() < 1 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     let running = carriers();
@@ -334,19 +340,33 @@ fn every_broken_variant_has_an_expectation() {
     }
 }
 
-/// The agent a carrier runs: one plan as JSON on stdin, one observation as JSON on
-/// stdout, and the same observation code as setns (here: cordon's own namespace).
+/// The agent a node's carrier runs: plans as lines on stdin, each for one container of
+/// the node by id and pid, answered by their ask as lines on stdout, with the same
+/// observation code as setns (here: this test's own namespace); a pid that is not the
+/// container's is answered "gone", a line that is no plan is skipped, and the agent ends
+/// once its input has and every plan has answered.
 #[test]
-fn the_agent_answers_a_plan_on_stdin_with_an_observation_on_stdout() {
+fn the_agent_answers_every_plan_on_stdin_by_its_ask_on_stdout() {
     use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    let plan = serde_json::json!({"Knock": {
+    let knock = serde_json::json!({"Knock": {
         "doors": [{"addr": addr.to_string(), "container": "x", "network": "lo", "via": "Direct"},
                   {"addr": "127.0.0.1:1", "container": "x", "network": "lo", "via": "Direct"}],
         "timeout": {"secs": 1, "nanos": 0},
         "ask": null
     }});
+    // The engine names a container's cgroups by its id: this process's own cgroup path
+    // stands in for an id here.
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let ours = cgroups.lines().map(|l| l.rsplit(':').next().unwrap()).max_by_key(|p| p.len()).unwrap().to_string();
+    let me = std::process::id();
+    let lines = [
+        serde_json::json!({"ask": 7, "container": ours, "pid": me, "label": "here", "plan": knock}).to_string(),
+        "not a plan".to_string(),
+        serde_json::json!({"ask": 8, "container": "f".repeat(64), "pid": me, "label": "here", "plan": knock})
+            .to_string(),
+    ];
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
         .arg("agent")
         .stdin(std::process::Stdio::piped())
@@ -354,18 +374,17 @@ fn the_agent_answers_a_plan_on_stdin_with_an_observation_on_stdout() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(plan.to_string().as_bytes()).unwrap();
+    child.stdin.take().unwrap().write_all(format!("{}\n", lines.join("\n")).as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let observed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let knocks = observed["Knock"].as_array().unwrap();
-    assert_eq!(knocks[0]["first"], serde_json::json!({"Ok": null}), "{observed}");
-    assert!(knocks[1]["first"]["Err"].as_str().unwrap().contains("refused"), "{observed}");
-    // Garbage is a usage error, not a crash.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))
-        .arg("agent")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let answers: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    let by_ask = |ask: u64| answers.iter().find(|a| a["ask"] == ask).unwrap_or_else(|| panic!("{answers:?}"));
+    let knocks = by_ask(7)["observed"]["Ok"]["Knock"].as_array().unwrap_or_else(|| panic!("{answers:?}")).clone();
+    assert_eq!(knocks[0]["first"], serde_json::json!({"Ok": null}), "{knocks:?}");
+    assert_eq!(knocks[1]["first"], serde_json::json!({"Err": "Refused"}), "{knocks:?}");
+    let gone = by_ask(8)["observed"]["Err"]["Gone"].as_str().unwrap_or_else(|| panic!("{answers:?}"));
+    assert!(gone.contains("no longer a process of container"), "{gone}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a line that is not a plan"));
 }

@@ -240,6 +240,7 @@ mod tests {
             service: name.into(),
             project: "p".into(),
             pid: 1,
+            node_pid: 1,
             running: true,
             attachments: vec![Attachment {
                 network: network.into(),

@@ -505,6 +505,7 @@ mod tests {
             service: "native".into(),
             project: "p".into(),
             pid: 1,
+            node_pid: 1,
             running: true,
             attachments: vec![Attachment {
                 network: "p_net-native".into(),

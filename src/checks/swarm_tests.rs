@@ -39,6 +39,7 @@ fn task(name: &str, attachments: &[(&str, &str)]) -> Target {
         service: name.split('.').next().unwrap().trim_start_matches("s_").into(),
         project: "s".into(),
         pid: 1,
+        node_pid: 1,
         running: true,
         attachments: attachments
             .iter()

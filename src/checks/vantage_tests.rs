@@ -11,6 +11,7 @@ fn target(name: &str, service: &str, networks: &[(&str, &str)]) -> Target {
         service: service.into(),
         project: "p".into(),
         pid: 1,
+        node_pid: 1,
         running: true,
         attachments: networks
             .iter()

@@ -1,37 +1,44 @@
-//! The second carrier: probes for a task on another node run in a short-lived container
-//! on that node's engine, `network_mode: container:<task>` and `pid: container:<task>`,
-//! from an image built `FROM scratch` around cordon's own static binary. The container
-//! runs the hidden `cordon agent`, reads one plan as JSON on stdin (secrets travel only
-//! there) and writes one observation as JSON on stdout.
+//! The second carrier: probes for a task on another node run in that node's carrier, a
+//! container started once per node and run through that node's engine, from an image
+//! built `FROM scratch` around cordon's own static binary. It runs the hidden `cordon
+//! agent`, which is fed every plan for that node as lines on its stdin (secrets travel
+//! only there) and answers each with a line on its stdout (see [`session`]). It holds
+//! what cordon itself needs to enter a namespace on its node, and no more: the host's pid
+//! namespace (the engine reports host pids), `CAP_SYS_ADMIN` (setns) and
+//! `CAP_SYS_PTRACE` (another user's `/proc/<pid>/ns/net` and root); no network of its
+//! own, a read-only root, no new privileges.
 //!
-//! Carriers carry the labels `cordon.carrier=1` and `cordon.carrier.run=<run>`; each is
-//! removed when its plan is done (and auto-removed by the engine when the agent exits,
-//! which it does once its plan is done even if cordon died); on Ctrl-C every carrier of
+//! Carriers carry the labels `cordon.carrier=1` and `cordon.carrier.run=<run>`. At the
+//! end of the run cordon closes their input: each answers what is in flight and exits,
+//! and the engine removes it (it is also removed then, and auto-removed when its agent
+//! exits for any other reason: cordon died, the attach broke). On Ctrl-C every carrier of
 //! the run is removed before cordon exits.
+
+mod session;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bollard::body_full;
-use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    AttachContainerOptionsBuilder, BuildImageOptionsBuilder, CreateContainerOptionsBuilder,
-    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
+    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, ListContainersOptionsBuilder,
+    RemoveContainerOptionsBuilder,
 };
 use futures_util::StreamExt;
-use tokio::io::AsyncWriteExt;
 
-use super::Engine;
+use super::{Engine, Target};
+use crate::netns::plan::CarriedError;
+use session::Session;
 
 pub const CARRIER_LABEL: &str = "cordon.carrier";
 pub const RUN_LABEL: &str = "cordon.carrier.run";
 /// Where cordon finds a static build of itself when it is not static itself.
 pub const BINARY_ENV: &str = "CORDON_AGENT_BINARY";
-/// Biggest observation cordon reads back from an agent.
-const MAX_OUTPUT: usize = 64 * 1024 * 1024;
+/// How long a carrier has, at the end of a run, to answer what is in flight and exit.
+const CLOSING: Duration = Duration::from_secs(5);
 
 /// This process's carriers (one run per process).
 pub fn carriers() -> &'static Carriers {
@@ -39,11 +46,16 @@ pub fn carriers() -> &'static Carriers {
     CARRIERS.get_or_init(Carriers::new)
 }
 
-/// The run's carriers: one image per engine, built once; every container labelled.
+/// A node's carrier while it starts, and once it runs.
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Session>>>>;
+
+/// The run's carriers: one image per engine, built once; one carrier per node, started
+/// once; every container labelled.
 pub struct Carriers {
     run: String,
     images: tokio::sync::Mutex<BTreeMap<String, String>>,
     engines: Mutex<Vec<(String, Engine)>>,
+    sessions: Mutex<BTreeMap<String, Slot>>,
     watching: OnceLock<()>,
     /// Set on Ctrl-C: no carrier is created any more, one being created is removed.
     closing: std::sync::atomic::AtomicBool,
@@ -61,22 +73,51 @@ impl Carriers {
             run: hex::encode(rand::random::<[u8; 6]>()),
             images: tokio::sync::Mutex::new(BTreeMap::new()),
             engines: Mutex::new(Vec::new()),
+            sessions: Mutex::new(BTreeMap::new()),
             watching: OnceLock::new(),
             closing: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    /// Runs one plan (JSON) in a carrier joined to `container` on `engine`, and returns
-    /// what the agent wrote. `key` names the engine (for its image cache).
+    /// Runs one plan (`{KIND: plan}`) for `target` (`label` says whom it stands for) in
+    /// the carrier of the node `key` names, served by `engine`, and returns the
+    /// observation (`{KIND: observation}`).
     pub async fn run(
         &'static self,
         engine: &Engine,
         key: &str,
-        container: &str,
-        plan: Vec<u8>,
+        target: &Target,
+        label: &str,
+        plan: serde_json::Value,
         limit: Duration,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<serde_json::Value, CarriedError> {
+        let session = self.session(engine, key).await.map_err(CarriedError::Failed)?;
+        session.ask(&target.id, target.node_pid, label, plan, limit).await
+    }
+
+    /// Starts the carrier of node `key` before any plan needs it, so its start overlaps
+    /// with the probes that run here. A failure is left for the first plan to report.
+    pub async fn warm(&'static self, engine: &Engine, key: &str) {
+        let _ = self.session(engine, key).await;
+    }
+
+    /// The carrier of node `key`: started on first use, and again if it ended.
+    async fn session(&'static self, engine: &Engine, key: &str) -> Result<Arc<Session>, String> {
         self.watch_interrupts();
+        let slot = self.sessions.lock().expect("carrier lock").entry(key.to_string()).or_default().clone();
+        let mut slot = slot.lock().await;
+        if let Some(running) = slot.as_ref().filter(|s| s.ended().is_none()) {
+            return Ok(running.clone());
+        }
+        if let Some(ended) = slot.take() {
+            remove(engine, &ended.id).await;
+        }
+        let started = Arc::new(self.start(engine, key).await?);
+        *slot = Some(started.clone());
+        Ok(started)
+    }
+
+    async fn start(&self, engine: &Engine, key: &str) -> Result<Session, String> {
         let image = self.image(engine, key).await?;
         {
             let mut known = self.engines.lock().expect("carrier lock");
@@ -84,12 +125,38 @@ impl Carriers {
                 known.push((key.to_string(), engine.clone()));
             }
         }
+        let name = format!("cordon-carrier-{}-{}", self.run, hex::encode(rand::random::<[u8; 4]>()));
+        if self.is_closing() {
+            return Err("interrupted".into());
+        }
+        let created = engine
+            .docker()
+            .create_container(Some(CreateContainerOptionsBuilder::new().name(&name).build()), self.config(image))
+            .await
+            .map_err(|e| format!("creating carrier {name}: {e}"))?;
+        if self.is_closing() {
+            remove(engine, &created.id).await;
+            return Err("interrupted".into());
+        }
+        crate::cost::CARRIERS_STARTED.add(1);
+        match Session::start(engine, &created.id, &name).await {
+            Ok(session) => Ok(session),
+            Err(e) => {
+                remove(engine, &created.id).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// What a carrier holds: what cordon needs to enter its node's namespaces, no more
+    /// (see the module's documentation).
+    fn config(&self, image: String) -> ContainerCreateBody {
         let labels =
             HashMap::from([(CARRIER_LABEL.to_string(), "1".to_string()), (RUN_LABEL.to_string(), self.run.clone())]);
-        let config = ContainerCreateBody {
+        ContainerCreateBody {
             image: Some(image),
             cmd: Some(vec!["agent".into()]),
-            user: Some("65534:65534".into()),
+            user: Some("0:0".into()),
             open_stdin: Some(true),
             stdin_once: Some(true),
             attach_stdin: Some(true),
@@ -97,71 +164,36 @@ impl Carriers {
             attach_stderr: Some(true),
             labels: Some(labels),
             host_config: Some(HostConfig {
-                network_mode: Some(format!("container:{container}")),
-                pid_mode: Some(format!("container:{container}")),
+                network_mode: Some("none".into()),
+                pid_mode: Some("host".into()),
                 auto_remove: Some(true),
                 cap_drop: Some(vec!["ALL".into()]),
+                cap_add: Some(vec!["SYS_ADMIN".into(), "SYS_PTRACE".into()]),
                 readonly_rootfs: Some(true),
                 security_opt: Some(vec!["no-new-privileges:true".into()]),
-                memory: Some(256 << 20),
-                pids_limit: Some(256),
+                memory: Some(512 << 20),
+                // A namespace worker thread per container of the node, and their runtimes.
+                pids_limit: Some(4096),
                 ..Default::default()
             }),
             ..Default::default()
-        };
-        let name = format!("cordon-carrier-{}-{}", self.run, hex::encode(rand::random::<[u8; 4]>()));
-        if self.is_closing() {
-            return Err("interrupted".into());
         }
-        let created = engine
-            .docker()
-            .create_container(Some(CreateContainerOptionsBuilder::new().name(&name).build()), config)
-            .await
-            .map_err(|e| format!("creating carrier {name}: {e}"))?;
-        let guard = Removal { engine: engine.clone(), id: created.id.clone() };
-        if self.is_closing() {
-            guard.now().await;
-            return Err("interrupted".into());
+    }
+
+    /// The end of the run: every carrier answers what is in flight and exits (the engine
+    /// removes it); one that has not within a few seconds is removed.
+    pub async fn finish(&self) {
+        let slots: Vec<Slot> = self.sessions.lock().expect("carrier lock").values().cloned().collect();
+        for slot in slots {
+            if let Some(session) = slot.lock().await.take() {
+                session.close().await;
+            }
         }
-        let outcome = tokio::time::timeout(limit, async {
-            let attach =
-                AttachContainerOptionsBuilder::new().stream(true).stdin(true).stdout(true).stderr(true).build();
-            let mut attached = engine
-                .docker()
-                .attach_container(&created.id, Some(attach))
-                .await
-                .map_err(|e| format!("attaching to carrier {name}: {e}"))?;
-            engine
-                .docker()
-                .start_container(&created.id, None)
-                .await
-                .map_err(|e| format!("starting carrier {name}: {e}"))?;
-            attached.input.write_all(&plan).await.map_err(|e| format!("writing the plan to carrier {name}: {e}"))?;
-            attached.input.shutdown().await.map_err(|e| format!("closing the carrier's stdin: {e}"))?;
-            let mut out = Vec::new();
-            let mut err = Vec::new();
-            while let Some(chunk) = attached.output.next().await {
-                match chunk {
-                    Ok(LogOutput::StdOut { message }) => out.extend_from_slice(&message),
-                    Ok(LogOutput::StdErr { message }) => err.extend_from_slice(&message),
-                    Ok(_) => {}
-                    Err(e) => return Err(format!("reading carrier {name}: {e}")),
-                }
-                if out.len() > MAX_OUTPUT {
-                    return Err(format!("carrier {name} wrote more than {MAX_OUTPUT} bytes"));
-                }
-            }
-            if out.is_empty() {
-                let err = String::from_utf8_lossy(&err);
-                let why = if err.trim().is_empty() { "its output ended empty".into() } else { err.trim().to_string() };
-                return Err(format!("carrier {name} wrote no observation: {why}"));
-            }
-            Ok(out)
-        })
-        .await
-        .unwrap_or_else(|_| Err(format!("carrier {name} gave no observation within {:.0}s", limit.as_secs_f64())));
-        guard.now().await;
-        outcome
+        let deadline = tokio::time::Instant::now() + CLOSING;
+        while tokio::time::Instant::now() < deadline && self.count().await > 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        self.remove_all().await;
     }
 
     /// The carrier image on `engine`, built there from the static binary if missing. The
@@ -222,41 +254,28 @@ impl Carriers {
 
     /// Removes every container of this run on every engine it used.
     pub async fn remove_all(&self) {
+        for (engine, id) in self.listed().await {
+            remove(&engine, &id).await;
+        }
+    }
+
+    async fn count(&self) -> usize {
+        self.listed().await.len()
+    }
+
+    /// Every container of this run, on every engine it used.
+    async fn listed(&self) -> Vec<(Engine, String)> {
         let engines = self.engines.lock().expect("carrier lock").clone();
+        let filters = HashMap::from([("label".to_string(), vec![format!("{RUN_LABEL}={}", self.run)])]);
+        let mut out = Vec::new();
         for (_, engine) in engines {
-            let filters = HashMap::from([("label".to_string(), vec![format!("{RUN_LABEL}={}", self.run)])]);
             let listed = engine
                 .docker()
                 .list_containers(Some(ListContainersOptionsBuilder::new().all(true).filters(&filters).build()))
                 .await;
-            for c in listed.unwrap_or_default() {
-                if let Some(id) = c.id {
-                    remove(&engine, &id).await;
-                }
-            }
+            out.extend(listed.unwrap_or_default().into_iter().filter_map(|c| c.id).map(|id| (engine.clone(), id)));
         }
-    }
-}
-
-/// Removes a carrier when dropped (a cancelled probe) or when told.
-struct Removal {
-    engine: Engine,
-    id: String,
-}
-
-impl Removal {
-    async fn now(self) {
-        remove(&self.engine, &self.id).await;
-        std::mem::forget(self);
-    }
-}
-
-impl Drop for Removal {
-    fn drop(&mut self) {
-        let (engine, id) = (self.engine.clone(), self.id.clone());
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move { remove(&engine, &id).await });
-        }
+        out
     }
 }
 

@@ -45,6 +45,7 @@ pub(super) fn target(c: &ContainerInspectResponse) -> Target {
         service: label(&[COMPOSE_SERVICE_LABEL, SWARM_SERVICE_LABEL]),
         project: label(&[COMPOSE_PROJECT_LABEL, STACK_NAMESPACE_LABEL]),
         pid,
+        node_pid: pid,
         running,
         attachments,
         netns_inode: None,

@@ -18,8 +18,12 @@ pub struct Target {
     pub service: String,
     /// `com.docker.compose.project` (compose) or `com.docker.stack.namespace` (swarm).
     pub project: String,
-    /// The container's init process as the host sees it; 0 when it is not running.
+    /// The container's init process as this host sees it; 0 when it is not running, or
+    /// when it runs on another node (that engine's pid means nothing here).
     pub pid: u32,
+    /// The same process as its own node's host sees it (the engine's `State.Pid` there):
+    /// what a carrier on that node enters. Equal to `pid` for a container of this node.
+    pub node_pid: u32,
     pub running: bool,
     /// One per network the container is attached to, sorted by network name. For a
     /// container that shares another's namespace (`network_mode: container:<id>` or

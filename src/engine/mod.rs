@@ -321,6 +321,7 @@ mod tests {
             service: service.to_string(),
             project: "demo".to_string(),
             pid: if running { 42 } else { 0 },
+            node_pid: if running { 42 } else { 0 },
             running,
             attachments: vec![],
             netns_inode: None,

@@ -1,6 +1,7 @@
 //! An observation as data: a [`Plan`] goes into a namespace and its observation comes
-//! out, both serializable, so the same plan runs here after `setns` or in a carrier on
-//! another node (`cordon agent`). This layer knows plans only by this trait; the families
+//! out, both serializable, so the same plan runs here after `setns` or in the carrier of
+//! another node (`cordon agent`, fed [`CarriedPlan`] lines, answering
+//! [`CarriedObservation`] lines). This layer knows plans only by this trait; the families
 //! write them, and the agent's registry (`checks::plan`) names every kind.
 
 use std::collections::BTreeMap;
@@ -25,17 +26,64 @@ pub trait Plan: Serialize + DeserializeOwned + Send + 'static {
 
 /// The plan as a carrier reads it.
 pub fn encode<P: Plan>(plan: &P) -> Result<Vec<u8>, String> {
+    serde_json::to_vec(&encode_value(plan)?).map_err(|e| format!("encoding the {} plan: {e}", P::KIND))
+}
+
+/// [`encode`], as the value a [`CarriedPlan`] holds (`{KIND: plan}`).
+pub fn encode_value<P: Plan>(plan: &P) -> Result<serde_json::Value, String> {
     let value = serde_json::to_value(plan).map_err(|e| format!("encoding the {} plan: {e}", P::KIND))?;
-    serde_json::to_vec(&BTreeMap::from([(P::KIND, value)])).map_err(|e| format!("encoding the {} plan: {e}", P::KIND))
+    Ok(serde_json::Value::Object(serde_json::Map::from_iter([(P::KIND.to_string(), value)])))
 }
 
 /// The observation a carrier answered for a plan of kind `P`.
 pub fn decode<P: Plan>(bytes: &[u8]) -> Result<P::Observation, String> {
-    let mut tagged: BTreeMap<String, serde_json::Value> = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    decode_value::<P>(serde_json::from_slice(bytes).map_err(|e| e.to_string())?)
+}
+
+/// [`decode`], from the observation as a carrier's answer holds it (`{KIND: observation}`).
+pub fn decode_value<P: Plan>(tagged: serde_json::Value) -> Result<P::Observation, String> {
+    let mut tagged: BTreeMap<String, serde_json::Value> = serde_json::from_value(tagged).map_err(|e| e.to_string())?;
     let value = tagged.remove(P::KIND).ok_or_else(|| {
         format!("another kind of observation ({})", tagged.keys().cloned().collect::<Vec<_>>().join(", "))
     })?;
     serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+/// One line cordon writes to a node's carrier: a plan (`{KIND: plan}`) for one container
+/// of that node, named by its id and by its init as that node's host sees it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CarriedPlan {
+    /// Pairs the answer with its plan: a carrier answers plans as they finish.
+    pub ask: u64,
+    pub container: String,
+    pub pid: u32,
+    /// Who the probe stands for, for the carrier's own errors ("client webui (…)").
+    pub label: String,
+    pub plan: serde_json::Value,
+}
+
+/// One line a carrier answers: the observation (`{KIND: observation}`), or why there is none.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CarriedObservation {
+    pub ask: u64,
+    pub observed: Result<serde_json::Value, CarriedError>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CarriedError {
+    /// The container stopped or restarted (its pid is gone, or is no longer the
+    /// container's): the caller re-reads the engine.
+    Gone(String),
+    /// Anything else: a plan the carrier cannot read, a namespace it cannot enter.
+    Failed(String),
+}
+
+impl std::fmt::Display for CarriedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CarriedError::Gone(why) | CarriedError::Failed(why) => f.write_str(why),
+        }
+    }
 }
 
 /// What a namespace's own `/proc` says: read through `/proc/<pid>` from the host, or by

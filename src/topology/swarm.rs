@@ -76,6 +76,7 @@ impl Topology {
                     service: task.service.clone(),
                     project: stack.to_string(),
                     pid: 0,
+                    node_pid: 0,
                     running: true,
                     attachments: vec![],
                     netns_inode: None,
