@@ -1,8 +1,8 @@
 //! What a run asked of the engine and the kernel, counted as it goes, so a bench can
 //! show how the work grows with the deployment (report.json's `cost`): engine API calls,
 //! reads of a container's `/proc` (listening sockets, routes, addresses), name lookups
-//! sent to a namespace's resolver, namespaces entered, and carriers started on other
-//! nodes' engines.
+//! sent to a namespace's resolver, namespaces entered, carriers started on other
+//! nodes' engines, and requests of the MCP client.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -29,6 +29,7 @@ pub static PROC_READS: Counter = Counter::new();
 pub static NAME_LOOKUPS: Counter = Counter::new();
 pub static NAMESPACES_ENTERED: Counter = Counter::new();
 pub static CARRIERS_STARTED: Counter = Counter::new();
+pub static MCP_REQUESTS: Counter = Counter::new();
 
 /// The counters at one moment (a run reads them once, at its end).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +40,9 @@ pub struct Cost {
     pub namespaces_entered: u64,
     #[serde(default)]
     pub carriers_started: u64,
+    /// HTTP requests the MCP client sent (every era, entry point, bearer and replica).
+    #[serde(default)]
+    pub mcp_requests: u64,
 }
 
 impl Cost {
@@ -49,6 +53,7 @@ impl Cost {
             name_lookups: NAME_LOOKUPS.get(),
             namespaces_entered: NAMESPACES_ENTERED.get(),
             carriers_started: CARRIERS_STARTED.get(),
+            mcp_requests: MCP_REQUESTS.get(),
         }
     }
 }

@@ -372,11 +372,47 @@ fn session_asks(
 /// Bad bearers tried at once at one replica.
 const BEARERS_AT_ONCE: usize = 8;
 
+/// How long one ask may take before the asks after it stop waiting their turn.
+const PATIENCE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Every ask with one client (one bearer), answers in the order of `asks`. The asks go
+/// one after another on the client's kept-alive connection, as a client holding that
+/// bearer sends them: at a thousand pairs a connection per ask was most of the work
+/// (the foreign bearers alone, O(providers²), opened 4,600 connections for 4,600
+/// requests). An event-stream GET holds its connection open, so those go beside the rest
+/// at once; and once an ask is slower than [`PATIENCE`] (a tarpit, a loaded provider) the
+/// asks after it go at once too, so a slow server costs one exchange limit, not one each.
+/// A session's DELETE comes after its other asks (see [`session_asks`]), so it ends the
+/// session only once they are done.
 async fn try_all(client: &McpClient, asks: &[Ask], names: &BTreeSet<String>) -> Vec<Try> {
-    join_all(asks.iter().map(|ask| async move {
-        Try { ask: ask.clone(), outcome: client.exchange(ask, names).await.map_err(|e| ErrorSeen::from(&e)) }
-    }))
-    .await
+    let one = |i: usize| async move {
+        let ask = &asks[i];
+        (i, Try { ask: ask.clone(), outcome: client.exchange(ask, names).await.map_err(|e| ErrorSeen::from(&e)) })
+    };
+    let (streams, plain): (Vec<usize>, Vec<usize>) =
+        (0..asks.len()).partition(|i| asks[*i].entry == EntryPoint::SseGet);
+    let in_turn = async {
+        let mut out = Vec::new();
+        let mut rest = plain.into_iter();
+        while let Some(i) = rest.next() {
+            let this = one(i);
+            futures_util::pin_mut!(this);
+            match tokio::time::timeout(PATIENCE, &mut this).await {
+                Ok(done) => out.push(done),
+                Err(_) => {
+                    let (done, others) = futures_util::join!(this, join_all(rest.map(one)));
+                    out.push(done);
+                    out.extend(others);
+                    break;
+                }
+            }
+        }
+        out
+    };
+    let (beside, in_turn) = futures_util::join!(join_all(streams.into_iter().map(one)), in_turn);
+    let mut all: Vec<(usize, Try)> = beside.into_iter().chain(in_turn).collect();
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, t)| t).collect()
 }
 
 /// Observes one replica: runs in the vantage point's namespace.

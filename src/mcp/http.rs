@@ -217,6 +217,7 @@ pub(crate) async fn send(
     let mut current = Url::parse(url).map_err(|e| McpError::Protocol { detail: format!("bad url {url}: {e}") })?;
     loop {
         let retry = req.try_clone();
+        crate::cost::MCP_REQUESTS.add(1);
         let resp = match req.send().await {
             Ok(resp) => resp,
             Err(e) if is_parse_error(&e) => {
