@@ -67,134 +67,149 @@ pub struct ThroughTheName<'a> {
 /// lookups, made deterministic, so with two replicas every session's second request
 /// lands on the replica that did not open it.
 pub async fn through_the_name(view: &NsView, plan: &ThroughTheName<'_>, era: EraChoice, try_number: usize) -> NameTry {
-    let mut steps = Vec::new();
     let done = |steps: Vec<TryStep>| NameTry { era, steps, unspoken: false };
-    let replica_of = |addr: &IpAddr| plan.replicas.iter().position(|(addrs, _)| addrs.contains(addr));
-    let is_vip = |addr: &IpAddr| plan.vips.iter().any(|(a, _)| a == addr);
-    let at_vip = |addr: IpAddr| replica_of(&addr).is_none() && is_vip(&addr);
-    let land = |addr: IpAddr| {
-        replica_of(&addr)
-            .map(|i| plan.replicas[i].1.clone())
-            .or_else(|| plan.vips.iter().find(|(a, _)| *a == addr).map(|(_, l)| l.clone()))
-            .unwrap_or_else(|| addr.to_string())
+    let answer = match plan.resolve(view, try_number).await {
+        Ok(a) => a,
+        Err(e) => return done(vec![failed("resolving", "-".into(), e)]),
     };
-    let resolve = |request: usize| async move {
-        let answer = view.resolve(plan.host).await.map_err(|e| e.to_string())?;
+    let first = answer[0];
+    let opener = match plan.client_at(&answer) {
+        Ok(c) => c,
+        Err(e) => return done(vec![failed("opening a session", plan.land(first), e.to_string())]),
+    };
+    let session = match opener.connect_era(era).await {
+        Ok(s) => s,
+        Err(e) => {
+            let unspoken = era == EraChoice::Handshake && handshake_unspoken(&e);
+            let step = plan.step("initialize", &opener, first, Err((&e).into()));
+            return NameTry { era, steps: vec![step], unspoken };
+        }
+    };
+    // The first step is named for what was sent: a stateless session opens with
+    // server/discover, a stateful one with initialize.
+    let opened_with = if session.era == Era::Stateless2026 { "server/discover" } else { "initialize" };
+    let mut steps = vec![plan.step(opened_with, &opener, first, Ok(()))];
+    steps.extend(plan.follow_up(view, &session, try_number).await);
+    opener.close(session).await;
+    done(steps)
+}
+
+impl ThroughTheName<'_> {
+    /// Which replica an address is one of.
+    fn replica_of(&self, addr: &IpAddr) -> Option<usize> {
+        self.replicas.iter().position(|(addrs, _)| addrs.contains(addr))
+    }
+
+    fn is_vip(&self, addr: &IpAddr) -> bool {
+        self.vips.iter().any(|(a, _)| a == addr)
+    }
+
+    /// The replica (or the VIP) an address names, for evidence.
+    fn land(&self, addr: IpAddr) -> String {
+        self.replica_of(&addr)
+            .map(|i| self.replicas[i].1.clone())
+            .or_else(|| self.vips.iter().find(|(a, _)| *a == addr).map(|(_, l)| l.clone()))
+            .unwrap_or_else(|| addr.to_string())
+    }
+
+    /// The name's answer for request `request` of try `try_number`: rotated to start at
+    /// the address that request goes to; an error when it leads anywhere but a replica or
+    /// a VIP of the service, or does not name every replica yet.
+    async fn resolve(&self, view: &NsView, request: usize) -> Result<Vec<IpAddr>, String> {
+        let answer = view.resolve(self.host).await.map_err(|e| e.to_string())?;
         // The engine's DNS shuffles a dnsrr answer: sorted, the rotation is the same on
         // every run.
         let mut addrs = answer.addrs;
         addrs.sort();
         addrs.dedup();
         if addrs.is_empty() {
-            return Err(format!("`{}` resolved to nothing", plan.host));
+            return Err(format!("`{}` resolved to nothing", self.host));
         }
         // The credential goes to replicas (and the service's own VIPs) only.
-        if let Some(stray) = addrs.iter().find(|addr| !is_vip(addr) && replica_of(addr).is_none()) {
+        if let Some(stray) = addrs.iter().find(|addr| !self.is_vip(addr) && self.replica_of(addr).is_none()) {
             return Err(format!(
                 "`{}` answered {stray}, which is no replica: the credential is not sent there",
-                plan.host
+                self.host
             ));
         }
         // Until the name answers every replica the client shares a network with, some
         // replica is never landed on: the rotation would prove nothing (not ready).
         // (A VIP stands for every task: the engine does the rotation.)
-        let covered: std::collections::BTreeSet<usize> = addrs.iter().filter_map(&replica_of).collect();
-        if !addrs.iter().any(is_vip) && covered.len() < plan.replicas.len() {
+        let covered: std::collections::BTreeSet<usize> = addrs.iter().filter_map(|a| self.replica_of(a)).collect();
+        if !addrs.iter().any(|a| self.is_vip(a)) && covered.len() < self.replicas.len() {
             return Err(format!(
                 "`{}` answered {} of the {} replicas the client shares a network with: the engine's DNS has not caught up",
-                plan.host,
+                self.host,
                 covered.len(),
-                plan.replicas.len()
+                self.replicas.len()
             ));
         }
         // The answer as this lookup hands it out, rotated to start at the chosen address: a
         // client's connect loop falls back along it when that one does not accept.
         let n = addrs.len();
-        addrs.rotate_left((try_number + request) % n);
+        addrs.rotate_left(request % n);
         Ok(addrs)
-    };
-    let client_at = |addrs: &[IpAddr]| {
-        let addrs: Vec<SocketAddr> = addrs.iter().map(|a| SocketAddr::new(*a, plan.port)).collect();
-        McpClient::new(plan.endpoint.pinned_in_order(&addrs), Some(plan.secret.clone()), plan.limits.clone())
-    };
-    // Where a request really went: the address its connection ended up on.
-    let landed = |client: &McpClient, asked: IpAddr| land(client.peer().map_or(asked, |p| p.ip()));
-    let failed = |step: &str, landed: String, text: String| TryStep {
-        step: step.into(),
-        landed,
-        vip: false,
-        outcome: Err(ErrorSeen { text, not_ready: true }),
-    };
-    let answer = match resolve(0).await {
-        Ok(a) => a,
-        Err(e) => return done(vec![failed("resolving", "-".into(), e)]),
-    };
-    let first = answer[0];
-    let opener = match client_at(&answer) {
-        Ok(c) => c,
-        Err(e) => return done(vec![failed("opening a session", land(first), e.to_string())]),
-    };
-    let session = match opener.connect_era(era).await {
-        Ok(s) => s,
-        Err(e) => {
-            let unspoken = era == EraChoice::Handshake && handshake_unspoken(&e);
-            steps.push(TryStep {
-                step: "initialize".into(),
-                landed: landed(&opener, first),
-                vip: at_vip(first),
-                outcome: Err((&e).into()),
-            });
-            return NameTry { era, steps, unspoken };
-        }
-    };
-    // The first step is named for what was sent: a stateless session opens with
-    // server/discover, a stateful one with initialize.
-    let opened_with = if session.era == Era::Stateless2026 { "server/discover" } else { "initialize" };
-    steps.push(TryStep {
-        step: opened_with.into(),
-        landed: landed(&opener, first),
-        vip: at_vip(first),
-        outcome: Ok(()),
-    });
-    let mut requests: Vec<&str> = vec!["tools/list"];
-    if plan.read.is_some() {
-        requests.push("tools/call");
     }
-    for (i, step) in requests.into_iter().enumerate() {
-        let answer = match resolve(i + 1).await {
-            Ok(a) => a,
-            Err(e) => {
-                steps.push(failed(step, "-".into(), e));
-                break;
-            }
-        };
-        let addr = answer[0];
-        let client = match client_at(&answer) {
-            Ok(c) => c,
-            Err(e) => {
-                steps.push(failed(step, land(addr), e.to_string()));
-                break;
-            }
-        };
-        let outcome = match (step, &plan.read) {
-            ("tools/call", Some(read)) => {
-                client.call_tool(&session, &read.tool, read.arguments.clone()).await.map(drop)
-            }
-            _ => client.list_tools(&session).await.map(drop),
-        };
-        let failed_here = outcome.is_err();
-        steps.push(TryStep {
+
+    /// A client pinned to the answer, in its order.
+    fn client_at(&self, addrs: &[IpAddr]) -> Result<McpClient, McpError> {
+        let addrs: Vec<SocketAddr> = addrs.iter().map(|a| SocketAddr::new(*a, self.port)).collect();
+        McpClient::new(self.endpoint.pinned_in_order(&addrs), Some(self.secret.clone()), self.limits.clone())
+    }
+
+    /// A step, landed where its connection really ended up.
+    fn step(&self, step: &str, client: &McpClient, asked: IpAddr, outcome: Result<(), ErrorSeen>) -> TryStep {
+        TryStep {
             step: step.into(),
-            landed: landed(&client, addr),
-            vip: at_vip(addr),
-            outcome: outcome.map_err(|e| (&e).into()),
-        });
-        if failed_here {
-            break;
+            landed: self.land(client.peer().map_or(asked, |p| p.ip())),
+            vip: self.replica_of(&asked).is_none() && self.is_vip(&asked),
+            outcome,
         }
     }
-    opener.close(session).await;
-    done(steps)
+
+    /// The session's later requests (`tools/list`, then the read), each through a fresh
+    /// lookup and connection, until one fails.
+    async fn follow_up(&self, view: &NsView, session: &crate::mcp::Session, try_number: usize) -> Vec<TryStep> {
+        let mut requests: Vec<&str> = vec!["tools/list"];
+        if self.read.is_some() {
+            requests.push("tools/call");
+        }
+        let mut steps = Vec::new();
+        for (i, step) in requests.into_iter().enumerate() {
+            let answer = match self.resolve(view, try_number + i + 1).await {
+                Ok(a) => a,
+                Err(e) => {
+                    steps.push(failed(step, "-".into(), e));
+                    break;
+                }
+            };
+            let addr = answer[0];
+            let client = match self.client_at(&answer) {
+                Ok(c) => c,
+                Err(e) => {
+                    steps.push(failed(step, self.land(addr), e.to_string()));
+                    break;
+                }
+            };
+            let outcome = match (step, &self.read) {
+                ("tools/call", Some(read)) => {
+                    client.call_tool(session, &read.tool, read.arguments.clone()).await.map(drop)
+                }
+                _ => client.list_tools(session).await.map(drop),
+            };
+            let failed_here = outcome.is_err();
+            steps.push(self.step(step, &client, addr, outcome.map_err(|e| (&e).into())));
+            if failed_here {
+                break;
+            }
+        }
+        steps
+    }
+}
+
+/// A step that never reached the server (the name, the client): not ready.
+fn failed(step: &str, landed: String, text: String) -> TryStep {
+    TryStep { step: step.into(), landed, vip: false, outcome: Err(ErrorSeen { text, not_ready: true }) }
 }
 
 /// A server that answers `initialize` with a 4xx or a JSON-RPC error speaks no handshake

@@ -426,78 +426,103 @@ async fn observe_replica(
 ) -> ReplicaRefusal {
     let mut names: BTreeSet<String> =
         provider.tools.allowlist.iter().chain(&provider.tools.mutating).cloned().collect();
-    let mut out = ReplicaRefusal {
-        replica,
-        valid: Err(ErrorSeen { text: String::new(), not_ready: false }),
-        control: vec![],
-        probes: vec![],
-    };
     let valid_client = match McpClient::new(endpoint.clone(), Some(valid), limits.clone()) {
         Ok(c) => c,
         Err(e) => {
-            out.valid = Err((&e).into());
-            return out;
+            let valid = Err((&e).into());
+            return ReplicaRefusal { replica, valid, control: vec![], probes: vec![] };
         }
     };
     // The valid sessions stay open while the bad bearers are tried: their ids and message
-    // URLs are entry points too. Every era the server speaks is a way in: when it offers
-    // the stateless era first, a handshake session is opened as well.
-    let session = valid_client.connect().await;
-    let mut bound: Vec<(String, Option<String>, SessionSource)> = Vec::new();
-    let mut handshake_session = None;
-    let message_url = match &session {
-        Ok(s) => {
-            let served = match valid_client.list_tools(s).await {
-                Ok(tools) => tools.into_iter().map(|t| t.name).collect(),
-                Err(_) => vec![],
-            };
-            names.extend(served.iter().cloned());
-            if let Some(id) = s.session_id() {
-                bound.push((id.to_string(), s.protocol_version().map(str::to_string), SessionSource::Valid));
-            }
-            let handshake = if s.era == Era::Stateless2026 {
-                let opened = valid_client.connect_era(EraChoice::Handshake).await;
-                let seen = match &opened {
-                    Ok(h) => {
-                        if let Some(id) = h.session_id() {
-                            bound.push((
-                                id.to_string(),
-                                h.protocol_version().map(str::to_string),
-                                SessionSource::ValidHandshake,
-                            ));
-                        }
-                        Ok(HandshakeSession {
-                            protocol_version: h.protocol_version().map(str::to_string),
-                            session_id: h.session_id().is_some(),
-                        })
-                    }
-                    Err(e) => Err(ErrorSeen::from(e)),
-                };
-                handshake_session = opened.ok();
-                Some(seen)
-            } else {
-                None
-            };
-            out.valid =
-                Ok(ValidSession { handshake, era: s.era.clone(), session_id: s.session_id().is_some(), served });
-            s.message_url.as_ref().map(|u| u.to_string())
-        }
-        Err(e) => {
-            out.valid = Err(e.into());
-            None
-        }
-    };
+    // URLs are entry points too.
+    let opened = open_valid(&valid_client, &mut names).await;
     let base = base_asks(provider);
     let mut asks = base.clone();
-    for (id, version, from) in &bound {
+    for (id, version, from) in &opened.bound {
         asks.extend(session_asks(provider, Some((id, version.as_deref(), *from)), None));
     }
-    asks.extend(session_asks(provider, None, message_url.as_deref()));
-    out.control = try_all(&valid_client, &base, &names).await;
-    // A few bad bearers at a time: with many providers, foreign bearers are many, and each
-    // holds a client and a connection per entry point while it waits.
-    let (names, asks, endpoint, limits) = (&names, &asks, &endpoint, &limits);
-    out.probes = futures_util::stream::iter(presented.into_iter().map(|bearer| async move {
+    asks.extend(session_asks(provider, None, opened.message_url.as_deref()));
+    let control = try_all(&valid_client, &base, &names).await;
+    let probes = try_bearers(presented, &endpoint, &limits, provider, &asks, &names).await;
+    for session in opened.sessions {
+        valid_client.close(session).await;
+    }
+    ReplicaRefusal { replica, valid: opened.valid, control, probes }
+}
+
+/// The valid bearer's sessions, held open while the bad bearers are tried.
+struct Opened {
+    valid: Result<ValidSession, ErrorSeen>,
+    /// (session id, its negotiated version, which session) for every session with an id.
+    bound: Vec<(String, Option<String>, SessionSource)>,
+    /// A legacy session's message URL.
+    message_url: Option<String>,
+    /// Closed once the bad bearers are done: the handshake session first.
+    sessions: Vec<crate::mcp::Session>,
+}
+
+/// Opens the valid bearer's session and reads its tools (added to `names`). Every era the
+/// server speaks is a way in: when it offers the stateless era first, a handshake session
+/// is opened as well.
+async fn open_valid(valid_client: &McpClient, names: &mut BTreeSet<String>) -> Opened {
+    let session = match valid_client.connect().await {
+        Ok(s) => s,
+        Err(e) => {
+            return Opened { valid: Err((&e).into()), bound: vec![], message_url: None, sessions: vec![] };
+        }
+    };
+    let served: Vec<String> = match valid_client.list_tools(&session).await {
+        Ok(tools) => tools.into_iter().map(|t| t.name).collect(),
+        Err(_) => vec![],
+    };
+    names.extend(served.iter().cloned());
+    let mut bound = Vec::new();
+    if let Some(id) = session.session_id() {
+        bound.push((id.to_string(), session.protocol_version().map(str::to_string), SessionSource::Valid));
+    }
+    let mut sessions = Vec::new();
+    let handshake = if session.era == Era::Stateless2026 {
+        let opened = valid_client.connect_era(EraChoice::Handshake).await;
+        let seen = match &opened {
+            Ok(h) => {
+                if let Some(id) = h.session_id() {
+                    bound.push((
+                        id.to_string(),
+                        h.protocol_version().map(str::to_string),
+                        SessionSource::ValidHandshake,
+                    ));
+                }
+                Ok(HandshakeSession {
+                    protocol_version: h.protocol_version().map(str::to_string),
+                    session_id: h.session_id().is_some(),
+                })
+            }
+            Err(e) => Err(ErrorSeen::from(e)),
+        };
+        sessions.extend(opened.ok());
+        Some(seen)
+    } else {
+        None
+    };
+    let valid =
+        Ok(ValidSession { handshake, era: session.era.clone(), session_id: session.session_id().is_some(), served });
+    let message_url = session.message_url.as_ref().map(|u| u.to_string());
+    sessions.push(session);
+    Opened { valid, bound, message_url, sessions }
+}
+
+/// Every bad bearer at every ask, a few bearers at a time: with many providers, foreign
+/// bearers are many, and each holds a client and its connections while it waits. A
+/// refusal that hands out a session id: that id must not serve anything either.
+async fn try_bearers(
+    presented: Vec<Presented>,
+    endpoint: &Endpoint,
+    limits: &Limits,
+    provider: &Provider,
+    asks: &[Ask],
+    names: &BTreeSet<String>,
+) -> Vec<(String, Vec<Try>)> {
+    futures_util::stream::iter(presented.into_iter().map(|bearer| async move {
         let client = match McpClient::new(endpoint.clone(), bearer.secret, limits.clone()) {
             Ok(c) => match &bearer.in_query {
                 Some(param) => c.credential_in_query(param),
@@ -508,7 +533,6 @@ async fn observe_replica(
             }
         };
         let mut tries = try_all(&client, asks, names).await;
-        // A refusal that hands out a session id: that id must not serve anything either.
         let handed: Vec<Ask> = tries
             .iter()
             .filter_map(|t| t.outcome.as_ref().ok())
@@ -523,14 +547,7 @@ async fn observe_replica(
     }))
     .buffered(BEARERS_AT_ONCE)
     .collect()
-    .await;
-    if let Some(h) = handshake_session {
-        valid_client.close(h).await;
-    }
-    if let Ok(s) = session {
-        valid_client.close(s).await;
-    }
-    out
+    .await
 }
 
 /// How one answer to a bad bearer counts.

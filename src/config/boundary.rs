@@ -118,100 +118,116 @@ pub(super) fn resolve_provider(
     p: &ProviderContext<'_>,
 ) -> Result<Boundary, Vec<ConfigError>> {
     let mut errors = Vec::new();
-    let mut error = |at: &Location, k: String, m: String| errors.push(ConfigError::at(file, at, k, m));
-    let key = p.key;
-
-    let mut denied: Vec<String> = Vec::new();
-    for (i, name) in keys.denied_tools.iter().enumerate() {
-        let k = format!("{key}.denied_tools[{i}]");
-        let tool = &name.value;
-        if tool.trim().is_empty() {
-            error(&name.referenced, k, "a tool name is empty".into());
-        } else if p.allowlist.contains(tool) {
-            error(
-                &name.referenced,
-                k,
-                format!("`{tool}` is in `tools.allowlist` too: a tool is either allowed or denied"),
-            );
-        } else if denied.contains(tool) {
-            error(&name.referenced, k, format!("`{tool}` is listed twice"));
-        } else {
-            denied.push(tool.clone());
-        }
-    }
-
-    let mut retired: Vec<String> = Vec::new();
-    for (i, name) in keys.retired.iter().enumerate() {
-        let k = format!("{key}.retired[{i}]");
-        let id = &name.value;
-        if !p.credential_ids.contains(&id) {
-            let defined = p.credential_ids.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ");
-            error(
-                &name.referenced,
-                k,
-                format!("credential `{id}` is not defined under `credentials` (defined: {defined})"),
-            );
-        } else if id == p.credential {
-            error(
-                &name.referenced,
-                k,
-                format!("`{id}` is the provider's current credential: a rotation retires the one before it"),
-            );
-        } else if retired.contains(id) {
-            error(&name.referenced, k, format!("`{id}` is listed twice"));
-        } else {
-            retired.push(id.clone());
-        }
-    }
-
-    let limits = keys.limits.and_then(|l| match resolve_limits(&l.value) {
-        Ok(Some(limits)) => Some(limits),
-        Ok(None) => {
-            let message = "names no limit: give at least one of request_bytes, response_bytes, timeout_seconds, concurrent_requests, page_size, result_items, stream_seconds, or leave `limits` out".to_string();
-            error(&l.referenced, format!("{key}.limits"), message);
-            None
-        }
-        Err(problems) => {
-            for (at, k, m) in problems {
-                error(&at, format!("{key}.limits.{k}"), m);
-            }
-            None
-        }
-    });
-
-    let specification = keys.specification.and_then(|s| {
-        let k = format!("{key}.specification");
-        match read_specification(file, &s.value) {
-            Ok(spec) => {
-                let missing: Vec<&str> = p
-                    .allowlist
-                    .iter()
-                    .filter(|t| !spec.tools.iter().any(|s| &s.name == *t))
-                    .map(String::as_str)
-                    .collect();
-                if missing.is_empty() {
-                    Some(spec)
-                } else {
-                    let message = format!(
-                        "`{}` does not define the allowlisted tool(s) {}: an adapter cannot serve what its specification lacks",
-                        s.value,
-                        missing.join(", ")
-                    );
-                    error(&s.referenced, k, message);
-                    None
-                }
-            }
-            Err(message) => {
-                error(&s.referenced, k, message);
-                None
-            }
-        }
-    });
-
+    let mut check = Checked { file, key: p.key, errors: &mut errors };
+    let denied = check.denied_tools(keys, p);
+    let retired = check.retired(keys, p);
+    let limits = check.limits(keys);
+    let specification = check.specification(keys, p);
     if errors.is_empty() {
         Ok(Boundary { denied_tools: denied, strict_arguments: keys.strict_arguments.0, limits, retired, specification })
     } else {
         Err(errors)
+    }
+}
+
+/// One provider's keys as they are checked: every problem becomes a located error.
+struct Checked<'a> {
+    file: &'a Path,
+    /// `providers.<id>`, the prefix of every key named.
+    key: &'a str,
+    errors: &'a mut Vec<ConfigError>,
+}
+
+impl Checked<'_> {
+    fn error(&mut self, at: &Location, key: String, message: String) {
+        self.errors.push(ConfigError::at(self.file, at, key, message));
+    }
+
+    /// Named once each, never also allowed.
+    fn denied_tools(&mut self, keys: &ProviderKeys<'_>, p: &ProviderContext<'_>) -> Vec<String> {
+        let mut denied: Vec<String> = Vec::new();
+        for (i, name) in keys.denied_tools.iter().enumerate() {
+            let k = format!("{}.denied_tools[{i}]", self.key);
+            let tool = &name.value;
+            if tool.trim().is_empty() {
+                self.error(&name.referenced, k, "a tool name is empty".into());
+            } else if p.allowlist.contains(tool) {
+                let message = format!("`{tool}` is in `tools.allowlist` too: a tool is either allowed or denied");
+                self.error(&name.referenced, k, message);
+            } else if denied.contains(tool) {
+                self.error(&name.referenced, k, format!("`{tool}` is listed twice"));
+            } else {
+                denied.push(tool.clone());
+            }
+        }
+        denied
+    }
+
+    /// Defined credentials, other than the current one, once each.
+    fn retired(&mut self, keys: &ProviderKeys<'_>, p: &ProviderContext<'_>) -> Vec<String> {
+        let mut retired: Vec<String> = Vec::new();
+        for (i, name) in keys.retired.iter().enumerate() {
+            let k = format!("{}.retired[{i}]", self.key);
+            let id = &name.value;
+            if !p.credential_ids.contains(&id) {
+                let defined = p.credential_ids.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ");
+                let message = format!("credential `{id}` is not defined under `credentials` (defined: {defined})");
+                self.error(&name.referenced, k, message);
+            } else if id == p.credential {
+                let message =
+                    format!("`{id}` is the provider's current credential: a rotation retires the one before it");
+                self.error(&name.referenced, k, message);
+            } else if retired.contains(id) {
+                self.error(&name.referenced, k, format!("`{id}` is listed twice"));
+            } else {
+                retired.push(id.clone());
+            }
+        }
+        retired
+    }
+
+    /// At least one limit, each valid.
+    fn limits(&mut self, keys: &ProviderKeys<'_>) -> Option<ProviderLimits> {
+        let l = keys.limits?;
+        match resolve_limits(&l.value) {
+            Ok(Some(limits)) => Some(limits),
+            Ok(None) => {
+                let message = "names no limit: give at least one of request_bytes, response_bytes, timeout_seconds, concurrent_requests, page_size, result_items, stream_seconds, or leave `limits` out".to_string();
+                self.error(&l.referenced, format!("{}.limits", self.key), message);
+                None
+            }
+            Err(problems) => {
+                for (at, k, m) in problems {
+                    self.error(&at, format!("{}.limits.{k}", self.key), m);
+                }
+                None
+            }
+        }
+    }
+
+    /// A specification that can be read and defines every allowlisted tool.
+    fn specification(&mut self, keys: &ProviderKeys<'_>, p: &ProviderContext<'_>) -> Option<Specification> {
+        let s = keys.specification?;
+        let k = format!("{}.specification", self.key);
+        let spec = match read_specification(self.file, &s.value) {
+            Ok(spec) => spec,
+            Err(message) => {
+                self.error(&s.referenced, k, message);
+                return None;
+            }
+        };
+        let missing: Vec<&str> =
+            p.allowlist.iter().filter(|t| !spec.tools.iter().any(|s| &s.name == *t)).map(String::as_str).collect();
+        if missing.is_empty() {
+            return Some(spec);
+        }
+        let message = format!(
+            "`{}` does not define the allowlisted tool(s) {}: an adapter cannot serve what its specification lacks",
+            s.value,
+            missing.join(", ")
+        );
+        self.error(&s.referenced, k, message);
+        None
     }
 }
 

@@ -32,25 +32,8 @@ pub fn resolve(
 ) -> Option<(ImportedProvider, CredentialRef)> {
     let mcp = role.mcp.as_ref()?;
     let (file, m) = (&mcp.file, &mcp.value);
-    if mode == Mode::Active {
-        match m.auth.as_ref().map(|a| a.value.as_str()) {
-            None => {
-                let message = format!(
-                    "no `auth`: an enabled provider states how it is guarded ({})",
-                    words::one_of(words::AUTHS)
-                );
-                ctx.error(file, m.classification.as_ref().map(|c| &c.referenced), "auth", message);
-                return None;
-            }
-            Some(auth) if auth != words::CORDON_AUTH => {
-                let detail = format!(
-                    "authenticates with `{auth}`; cordon presents only `Authorization: Bearer`, so a refusal could not be told from a wrong scheme"
-                );
-                ctx.reject(&role.id, Subject::Provider, Code::AuthUnsupported, detail);
-                return None;
-            }
-            Some(_) => {}
-        }
+    if mode == Mode::Active && !guarded_by_a_bearer(ctx, role, file, m) {
+        return None;
     }
     let credential = match credential(&role.id, m.credential.as_ref().map(|c| &c.value)) {
         Ok(c) => c,
@@ -59,19 +42,7 @@ pub fn resolve(
             return None;
         }
     };
-    let endpoint = match endpoint::resolve(role, m, file) {
-        Ok(e) => e,
-        Err(p) if p.only_cordon || mode == Mode::Dark => {
-            let detail = format!("{} ({}: {})", p.message, p.file.display(), p.key);
-            ctx.reject(&role.id, Subject::Provider, Code::EndpointUnreachable, detail);
-            return None;
-        }
-        Err(p) => {
-            let message = format!("endpoint_unreachable: {}", p.message);
-            ctx.error(&p.file, p.at.as_ref(), &p.key, message);
-            return None;
-        }
-    };
+    let endpoint = endpoint_of(ctx, role, file, m, mode)?;
     let implementation = m.implementation.as_ref().map(|i| i.value.as_str()).unwrap_or_default();
     let is_sidecar = words::SIDECAR_IMPLEMENTATIONS.contains(&implementation);
     if mode == Mode::Active && !endpoint_runs(ctx, role, &endpoint.service) {
@@ -132,6 +103,45 @@ pub fn resolve(
         specification: spec.map(|s| relative_to(&s.path, scenario_dir)),
     };
     Some((provider, credential))
+}
+
+/// An enabled provider states how it is guarded, and cordon can present it: a bearer.
+/// False (an error, or a rejection listed in `ctx`) otherwise.
+fn guarded_by_a_bearer(ctx: &mut Context, role: &Role, file: &Path, m: &McpFile) -> bool {
+    match m.auth.as_ref().map(|a| a.value.as_str()) {
+        None => {
+            let message =
+                format!("no `auth`: an enabled provider states how it is guarded ({})", words::one_of(words::AUTHS));
+            ctx.error(file, m.classification.as_ref().map(|c| &c.referenced), "auth", message);
+            false
+        }
+        Some(auth) if auth != words::CORDON_AUTH => {
+            let detail = format!(
+                "authenticates with `{auth}`; cordon presents only `Authorization: Bearer`, so a refusal could not be told from a wrong scheme"
+            );
+            ctx.reject(&role.id, Subject::Provider, Code::AuthUnsupported, detail);
+            false
+        }
+        Some(_) => true,
+    }
+}
+
+/// The endpoint through services.yml; one only cordon cannot reach (or of a dark
+/// surface) is rejected, one the platform itself could not render is an error.
+fn endpoint_of(ctx: &mut Context, role: &Role, file: &Path, m: &McpFile, mode: Mode) -> Option<endpoint::Endpoint> {
+    match endpoint::resolve(role, m, file) {
+        Ok(e) => Some(e),
+        Err(p) if p.only_cordon || mode == Mode::Dark => {
+            let detail = format!("{} ({}: {})", p.message, p.file.display(), p.key);
+            ctx.reject(&role.id, Subject::Provider, Code::EndpointUnreachable, detail);
+            None
+        }
+        Err(p) => {
+            let message = format!("endpoint_unreachable: {}", p.message);
+            ctx.error(&p.file, p.at.as_ref(), &p.key, message);
+            None
+        }
+    }
 }
 
 /// False (and an error) when the endpoint's service is switched off while the surface

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 
 use super::{Topology, TopologyError};
 use crate::config::Scenario;
-use crate::engine::swarm::{GWBRIDGE, PublishMode, StackFacts};
+use crate::engine::swarm::{GWBRIDGE, PublishMode, RunningTask, StackFacts};
 use crate::engine::{Engine, EngineError, NetworkFacts, PublishedPort, Target};
 
 /// What swarm adds to a topology.
@@ -59,60 +59,11 @@ impl Topology {
             });
         }
         let mut targets = Vec::new();
-        let mut remote = Vec::new();
         for task in &facts.tasks {
-            let local = task.node_id == facts.local_node;
-            let inspected = match (local, engine_for(engines, &facts, &task.node_id)) {
-                (true, _) => engine.target(&task.container_id).await,
-                (false, Some(other)) => other.target(&task.container_id).await.map(|mut t| {
-                    // That engine's pid means nothing here: this node never enters it.
-                    t.pid = 0;
-                    t.netns_inode = None;
-                    t
-                }),
-                (false, None) => Ok(Target {
-                    id: task.container_id.clone(),
-                    name: format!("{}_{}.{}", stack, task.service, task.slot.unwrap_or(0)),
-                    service: task.service.clone(),
-                    project: stack.to_string(),
-                    pid: 0,
-                    node_pid: 0,
-                    running: true,
-                    attachments: vec![],
-                    netns_inode: None,
-                    netns_of: None,
-                    published: vec![],
-                    node: None,
-                }),
-            };
-            let mut target = match inspected {
-                Ok(t) => t,
-                // Replaced between list and inspect: the next discovery finds its successor.
-                Err(EngineError::NotFound { .. }) => {
-                    return Err(TopologyError::Missing {
-                        project: stack.to_string(),
-                        missing: vec![format!("service `{}` (task {} is being replaced)", task.service, task.id)],
-                    });
-                }
-                Err(e) => return Err(e.into()),
-            };
-            target.service = task.service.clone();
-            target.project = stack.to_string();
-            target.node = Some(task.node_id.clone());
-            if let Some(service) = facts.services.iter().find(|s| s.name == task.service) {
-                target.published.extend(service.ports.iter().filter(|p| p.mode == PublishMode::Ingress).map(|p| {
-                    PublishedPort {
-                        container_port: format!("{}/{}", p.target, p.protocol),
-                        host_ip: String::new(),
-                        host_port: p.published.to_string(),
-                    }
-                }));
-            }
-            if !local {
-                remote.push(target.clone());
-            }
-            targets.push(target);
+            targets.push(task_target(engine, engines, &facts, task).await?);
         }
+        let remote: Vec<Target> =
+            targets.iter().filter(|t| t.node.as_ref() != Some(&facts.local_node)).cloned().collect();
         let known: BTreeSet<String> = facts.services.iter().map(|s| s.name.clone()).collect();
         let mut topology = Topology::assemble_known(engine, stack, scenario, targets, known).await?;
         // Sidecars on other nodes: their hardening through their own engine.
@@ -124,11 +75,23 @@ impl Topology {
                 }
             }
         }
-        for (id, facts_h) in topology.hardening.iter_mut() {
-            let service = topology.services.values().flatten().find(|t| &t.id == id).map(|t| t.service.clone());
+        topology.add_routing_mesh_ports(&facts);
+        let gwbridges = gwbridges(engine, engines, &facts).await?;
+        if let Some(local) = gwbridges.get(&facts.local_node) {
+            topology.networks.insert(GWBRIDGE.to_string(), local.clone());
+        }
+        topology.swarm = Some(SwarmView { facts, gwbridges });
+        Ok(topology)
+    }
+
+    /// A port published through the routing mesh is published for every task of its
+    /// service: the hardening view of each says so.
+    fn add_routing_mesh_ports(&mut self, facts: &StackFacts) {
+        for (id, hardening) in self.hardening.iter_mut() {
+            let service = self.services.values().flatten().find(|t| &t.id == id).map(|t| t.service.clone());
             if let Some(s) = facts.services.iter().find(|s| Some(&s.name) == service.as_ref()) {
                 for p in s.ports.iter().filter(|p| p.mode == PublishMode::Ingress) {
-                    facts_h.published_ports.push(PublishedPort {
+                    hardening.published_ports.push(PublishedPort {
                         container_port: format!("{}/{} (routing mesh)", p.target, p.protocol),
                         host_ip: "*".into(),
                         host_port: p.published.to_string(),
@@ -136,22 +99,6 @@ impl Topology {
                 }
             }
         }
-        let mut gwbridges = BTreeMap::new();
-        if let Some(g) = engine.gwbridge().await? {
-            gwbridges.insert(facts.local_node.clone(), g);
-        }
-        for node in facts.nodes.keys().filter(|n| **n != facts.local_node) {
-            if let Some(other) = engine_for(engines, &facts, node)
-                && let Some(g) = other.gwbridge().await?
-            {
-                gwbridges.insert(node.clone(), g);
-            }
-        }
-        if let Some(local) = gwbridges.get(&facts.local_node) {
-            topology.networks.insert(GWBRIDGE.to_string(), local.clone());
-        }
-        topology.swarm = Some(SwarmView { facts, gwbridges });
-        Ok(topology)
     }
 
     /// Every virtual IP of a service, with the scenario's name of its network.
@@ -183,6 +130,86 @@ impl Topology {
         let node = target.node.as_deref().unwrap_or(&view.facts.local_node);
         view.gwbridges.get(node)
     }
+}
+
+/// One running task as a target of its service: inspected through this node's engine, or
+/// through the engine the suite names for its node (that engine's pid means nothing here,
+/// so only `node_pid` keeps it); a task on a node no engine serves is known by its id.
+async fn task_target(
+    engine: &Engine,
+    engines: &NodeEngines,
+    facts: &StackFacts,
+    task: &RunningTask,
+) -> Result<Target, TopologyError> {
+    let stack = &facts.stack;
+    let local = task.node_id == facts.local_node;
+    let inspected = match (local, engine_for(engines, facts, &task.node_id)) {
+        (true, _) => engine.target(&task.container_id).await,
+        (false, Some(other)) => other.target(&task.container_id).await.map(|mut t| {
+            t.pid = 0;
+            t.netns_inode = None;
+            t
+        }),
+        (false, None) => Ok(Target {
+            id: task.container_id.clone(),
+            name: format!("{}_{}.{}", stack, task.service, task.slot.unwrap_or(0)),
+            service: task.service.clone(),
+            project: stack.to_string(),
+            pid: 0,
+            node_pid: 0,
+            running: true,
+            attachments: vec![],
+            netns_inode: None,
+            netns_of: None,
+            published: vec![],
+            node: None,
+        }),
+    };
+    let mut target = match inspected {
+        Ok(t) => t,
+        // Replaced between list and inspect: the next discovery finds its successor.
+        Err(EngineError::NotFound { .. }) => {
+            return Err(TopologyError::Missing {
+                project: stack.to_string(),
+                missing: vec![format!("service `{}` (task {} is being replaced)", task.service, task.id)],
+            });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    target.service = task.service.clone();
+    target.project = stack.to_string();
+    target.node = Some(task.node_id.clone());
+    if let Some(service) = facts.services.iter().find(|s| s.name == task.service) {
+        target.published.extend(service.ports.iter().filter(|p| p.mode == PublishMode::Ingress).map(|p| {
+            PublishedPort {
+                container_port: format!("{}/{}", p.target, p.protocol),
+                host_ip: String::new(),
+                host_port: p.published.to_string(),
+            }
+        }));
+    }
+    Ok(target)
+}
+
+/// Each node's `docker_gwbridge`, by node id: this node's, and every node's an engine of
+/// the suite serves.
+async fn gwbridges(
+    engine: &Engine,
+    engines: &NodeEngines,
+    facts: &StackFacts,
+) -> Result<BTreeMap<String, NetworkFacts>, TopologyError> {
+    let mut out = BTreeMap::new();
+    if let Some(g) = engine.gwbridge().await? {
+        out.insert(facts.local_node.clone(), g);
+    }
+    for node in facts.nodes.keys().filter(|n| **n != facts.local_node) {
+        if let Some(other) = engine_for(engines, facts, node)
+            && let Some(g) = other.gwbridge().await?
+        {
+            out.insert(node.clone(), g);
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

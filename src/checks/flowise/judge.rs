@@ -101,10 +101,13 @@ pub fn judge_registry(view: &RegistryView, desired: &Desired) -> Vec<Finding> {
                     .fact("provider", provider),
             );
         } else if !desired.entries.iter().any(|w| w.provider == provider) {
-            findings.push(drift(format!(
-                "entry `{}` carries the managed prefix `{}` but names no provider of the scenario",
-                e.name, desired.prefix
-            )));
+            findings.push(
+                drift(format!(
+                    "entry `{}` carries the managed prefix `{}` but names no provider of the scenario",
+                    e.name, desired.prefix
+                ))
+                .fact("entry", &e.name),
+            );
         }
     }
     for e in &view.entries {
@@ -301,14 +304,18 @@ pub fn judge_access(view: &AccessView, desired: &Desired) -> Vec<Finding> {
         && a.list_status == 200
         && !a.listed.is_empty()
     {
-        findings.push(Finding::new(
-            FindingKind::AccessDrift,
-            format!(
-                "a flow author's API key ({}) lists the managed MCP servers [{}]",
-                a.permissions.join(", "),
-                a.listed.join(", ")
-            ),
-        ));
+        findings.push(
+            Finding::new(
+                FindingKind::AccessDrift,
+                format!(
+                    "a flow author's API key ({}) lists the managed MCP servers [{}]",
+                    a.permissions.join(", "),
+                    a.listed.join(", ")
+                ),
+            )
+            .fact("key", "flow author")
+            .fact("listed", a.listed.join(",")),
+        );
     }
     for k in view.keys.iter().filter(|k| !desired.admin_keys.contains(&k.name)) {
         let has =

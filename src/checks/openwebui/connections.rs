@@ -213,126 +213,175 @@ type Problem = (String, Vec<(&'static str, String)>);
 /// key field itself (another pair's secret has no place there even when unsent), and no
 /// other header carrying a credential.
 fn judge_credentials(c: &ConnectionSeen, want: &WantedConnection, desired: &Desired) -> Vec<Problem> {
-    let mut problems: Vec<Problem> = Vec::new();
-    let owner = |id: &str| desired.credential_owners.get(id).cloned().unwrap_or_else(|| "someone else".into());
-    let declared = want.credential.as_deref();
-    let sent = c.sent_authorization();
-    let overriding: Vec<&HeaderSeen> = sent
-        .iter()
-        .filter_map(|s| match s {
-            AuthorizationFrom::Header(h) => Some(h),
-            _ => None,
-        })
-        .collect();
-    // The declared bearer through a custom header is what the provider must get: then
-    // `auth_type: none` is no drift either.
-    let bearer_by_header = !overriding.is_empty();
-    if c.auth_type != "bearer" && !(c.auth_type == "none" && bearer_by_header) {
-        let why = match c.auth_type.as_str() {
-            "none" => " (Open WebUI sends no bearer)".to_string(),
-            "session" | "system_oauth" | "oauth_2.1" | "oauth_2.1_static" => {
-                " (Open WebUI sends each user's own token, not the pair's credential)".to_string()
-            }
-            _ => String::new(),
-        };
-        problems.push((format!("auth_type `{}` instead of bearer{why}", c.auth_type), vec![]));
-    }
-    for h in &overriding {
-        let ok = h.scheme.as_deref().is_some_and(|s| s.eq_ignore_ascii_case("bearer"))
-            && matches!((&h.value, declared), (KeySeen::Credential(held), Some(d)) if held == d);
-        if ok {
-            continue;
-        }
-        let sends = match (&h.value, &h.scheme) {
-            (KeySeen::Credential(held), _) => format!("credential `{held}` ({})", owner(held)),
-            (KeySeen::None, _) => "an empty Authorization".to_string(),
-            (KeySeen::Unknown, _) => "a value that is none of the scenario's credentials".to_string(),
-        };
-        let scheme = h.scheme.as_deref().map(|s| format!(" as {s}")).unwrap_or_default();
-        let instead = declared.map_or(String::new(), |d| format!(" instead of credential `{d}`"));
-        let mut facts = vec![("header", h.name.clone())];
-        if let KeySeen::Credential(held) = &h.value {
-            facts.push(("credential", held.clone()));
-        }
-        problems.push((
-            format!("its custom header `{}` replaces the key: Open WebUI sends {sends}{scheme}{instead}", h.name),
-            facts,
-        ));
-    }
-    let unsent = if bearer_by_header {
-        let names: Vec<String> = overriding.iter().map(|h| format!("`{}`", h.name)).collect();
-        format!(" (not sent: custom header {} replaces it)", names.join(", "))
-    } else if c.auth_type != "bearer" {
-        format!(" (not sent with auth_type `{}`)", c.auth_type)
-    } else {
-        String::new()
-    };
-    match (&c.key, declared) {
-        (KeySeen::Credential(held), Some(d)) if held == d => {}
-        (KeySeen::None, _) if bearer_by_header || c.auth_type != "bearer" => {}
-        (KeySeen::Credential(held), _) => problems.push((
-            format!(
-                "it holds the key of credential `{held}` ({}), not the one declared for this pair{unsent}",
-                owner(held)
-            ),
-            vec![("credential", held.clone())],
-        )),
-        (_, _) if bearer_by_header => {}
-        (other, Some(d)) => {
-            problems.push((format!("it holds {} instead of credential `{d}`", other.describe()), vec![]))
-        }
-        (other, None) => problems.push((
-            format!("it holds {}, and the scenario gives the client no credential for it", other.describe()),
-            vec![],
-        )),
-    }
-    if let Some(u) = &c.url_userinfo {
-        let sends = match &u.value {
-            KeySeen::Credential(held) => format!("credential `{held}` ({})", owner(held)),
-            other => other.describe(),
-        };
-        let mut facts = vec![("header", "URL userinfo".to_string())];
-        if let KeySeen::Credential(held) = &u.value {
-            facts.push(("credential", held.clone()));
-        }
-        problems.push((
-            format!(
-                "its URL carries userinfo, which Open WebUI's HTTP client sends as Basic in place of the key: {sends}"
-            ),
-            facts,
-        ));
-    }
-    for q in &c.url_query {
-        let carried = match &q.value {
-            KeySeen::Credential(held) => format!("credential `{held}` ({})", owner(held)),
-            other => other.describe(),
-        };
-        let mut facts = vec![("header", format!("URL query `{}`", q.name))];
-        if let KeySeen::Credential(held) = &q.value {
-            facts.push(("credential", held.clone()));
-        }
-        problems.push((
-            format!("its URL carries {carried} in the query parameter `{}` (credentials go in headers only)", q.name),
-            facts,
-        ));
-    }
-    for h in c.headers.iter().filter(|h| !h.overrides_key() && h.bears_credential()) {
-        let message = match &h.value {
-            KeySeen::Credential(held) if Some(held.as_str()) == declared => continue,
-            KeySeen::None => continue,
-            KeySeen::Credential(held) => {
-                format!("its custom header `{}` sends credential `{held}` ({})", h.name, owner(held))
-            }
-            KeySeen::Unknown => format!(
-                "its custom header `{}` sends a value that is none of the scenario's credentials: a credential the scenario does not declare",
-                h.name
-            ),
-        };
-        let mut facts = vec![("header", h.name.clone())];
-        if let KeySeen::Credential(held) = &h.value {
-            facts.push(("credential", held.clone()));
-        }
-        problems.push((message, facts));
-    }
+    let seen = Held { c, declared: want.credential.as_deref(), desired };
+    let mut problems: Vec<Problem> = seen.auth_type().into_iter().collect();
+    problems.extend(seen.overriding_headers());
+    problems.extend(seen.key());
+    problems.extend(seen.in_the_url());
+    problems.extend(seen.other_headers());
     problems
+}
+
+/// One connection's credentials, against the one declared for its pair.
+struct Held<'a> {
+    c: &'a ConnectionSeen,
+    declared: Option<&'a str>,
+    desired: &'a Desired,
+}
+
+impl Held<'_> {
+    /// Whose a credential is, for the sentence.
+    fn owner(&self, id: &str) -> String {
+        self.desired.credential_owners.get(id).cloned().unwrap_or_else(|| "someone else".into())
+    }
+
+    /// Custom headers that replace the key's Authorization.
+    fn overriding(&self) -> Vec<HeaderSeen> {
+        self.c
+            .sent_authorization()
+            .into_iter()
+            .filter_map(|s| match s {
+                AuthorizationFrom::Header(h) => Some(h),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The declared bearer through a custom header is what the provider must get: then
+    /// `auth_type: none` is no drift either.
+    fn bearer_by_header(&self) -> bool {
+        !self.overriding().is_empty()
+    }
+
+    fn describe(&self, value: &KeySeen) -> String {
+        match value {
+            KeySeen::Credential(held) => format!("credential `{held}` ({})", self.owner(held)),
+            other => other.describe(),
+        }
+    }
+
+    fn auth_type(&self) -> Option<Problem> {
+        let auth_type = self.c.auth_type.as_str();
+        if auth_type == "bearer" || (auth_type == "none" && self.bearer_by_header()) {
+            return None;
+        }
+        let why = match auth_type {
+            "none" => " (Open WebUI sends no bearer)",
+            "session" | "system_oauth" | "oauth_2.1" | "oauth_2.1_static" => {
+                " (Open WebUI sends each user's own token, not the pair's credential)"
+            }
+            _ => "",
+        };
+        Some((format!("auth_type `{auth_type}` instead of bearer{why}"), vec![]))
+    }
+
+    /// A custom header that replaces the key must send exactly the declared bearer.
+    fn overriding_headers(&self) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        for h in self.overriding() {
+            let ok = h.scheme.as_deref().is_some_and(|s| s.eq_ignore_ascii_case("bearer"))
+                && matches!((&h.value, self.declared), (KeySeen::Credential(held), Some(d)) if held == d);
+            if ok {
+                continue;
+            }
+            let sends = match &h.value {
+                KeySeen::Credential(held) => format!("credential `{held}` ({})", self.owner(held)),
+                KeySeen::None => "an empty Authorization".to_string(),
+                KeySeen::Unknown => "a value that is none of the scenario's credentials".to_string(),
+            };
+            let scheme = h.scheme.as_deref().map(|s| format!(" as {s}")).unwrap_or_default();
+            let instead = self.declared.map_or(String::new(), |d| format!(" instead of credential `{d}`"));
+            problems.push((
+                format!("its custom header `{}` replaces the key: Open WebUI sends {sends}{scheme}{instead}", h.name),
+                facts_of(("header", h.name.clone()), &h.value),
+            ));
+        }
+        problems
+    }
+
+    /// The key field holds the declared credential (another pair's secret has no place
+    /// there even when it is not sent).
+    fn key(&self) -> Option<Problem> {
+        let (c, declared, by_header) = (self.c, self.declared, self.bearer_by_header());
+        let unsent = if by_header {
+            let names: Vec<String> = self.overriding().iter().map(|h| format!("`{}`", h.name)).collect();
+            format!(" (not sent: custom header {} replaces it)", names.join(", "))
+        } else if c.auth_type != "bearer" {
+            format!(" (not sent with auth_type `{}`)", c.auth_type)
+        } else {
+            String::new()
+        };
+        match (&c.key, declared) {
+            (KeySeen::Credential(held), Some(d)) if held == d => None,
+            (KeySeen::None, _) if by_header || c.auth_type != "bearer" => None,
+            (KeySeen::Credential(held), _) => Some((
+                format!(
+                    "it holds the key of credential `{held}` ({}), not the one declared for this pair{unsent}",
+                    self.owner(held)
+                ),
+                vec![("credential", held.clone())],
+            )),
+            (_, _) if by_header => None,
+            (other, Some(d)) => Some((format!("it holds {} instead of credential `{d}`", other.describe()), vec![])),
+            (other, None) => Some((
+                format!("it holds {}, and the scenario gives the client no credential for it", other.describe()),
+                vec![],
+            )),
+        }
+    }
+
+    /// Userinfo (sent as Basic in place of the key) and query parameters: a credential in
+    /// the URL is in every log that URL reaches.
+    fn in_the_url(&self) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        if let Some(u) = &self.c.url_userinfo {
+            problems.push((
+                format!(
+                    "its URL carries userinfo, which Open WebUI's HTTP client sends as Basic in place of the key: {}",
+                    self.describe(&u.value)
+                ),
+                facts_of(("header", "URL userinfo".to_string()), &u.value),
+            ));
+        }
+        for q in &self.c.url_query {
+            problems.push((
+                format!(
+                    "its URL carries {} in the query parameter `{}` (credentials go in headers only)",
+                    self.describe(&q.value),
+                    q.name
+                ),
+                facts_of(("header", format!("URL query `{}`", q.name)), &q.value),
+            ));
+        }
+        problems
+    }
+
+    /// No other header carries a credential but the declared one.
+    fn other_headers(&self) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        for h in self.c.headers.iter().filter(|h| !h.overrides_key() && h.bears_credential()) {
+            let message = match &h.value {
+                KeySeen::Credential(held) if Some(held.as_str()) == self.declared => continue,
+                KeySeen::None => continue,
+                KeySeen::Credential(held) => {
+                    format!("its custom header `{}` sends credential `{held}` ({})", h.name, self.owner(held))
+                }
+                KeySeen::Unknown => format!(
+                    "its custom header `{}` sends a value that is none of the scenario's credentials: a credential the scenario does not declare",
+                    h.name
+                ),
+            };
+            problems.push((message, facts_of(("header", h.name.clone()), &h.value)));
+        }
+        problems
+    }
+}
+
+/// Where a credential was seen, and which one when it is one of the scenario's.
+fn facts_of(place: (&'static str, String), value: &KeySeen) -> Vec<(&'static str, String)> {
+    let mut facts = vec![place];
+    if let KeySeen::Credential(held) = value {
+        facts.push(("credential", held.clone()));
+    }
+    facts
 }

@@ -53,10 +53,13 @@ pub struct RestartSeen {
 pub fn judge_restart(seen: &RestartSeen, desired: &Desired) -> Vec<Finding> {
     let drift = |m: String| Finding::new(FindingKind::RestartDrift, m);
     if judge_connections(&seen.drifted, desired).is_empty() {
-        return vec![Finding::new(
-            FindingKind::CannotBeJudged,
-            "the drift made through the admin API did not show in the admin view: the restart would prove nothing",
-        )];
+        return vec![
+            Finding::new(
+                FindingKind::CannotBeJudged,
+                "the drift made through the admin API did not show in the admin view: the restart would prove nothing",
+            )
+            .fact("phase", "drift"),
+        ];
     }
     // The same judgement as `openwebui::connections`, on what Open WebUI holds now.
     let mut findings: Vec<Finding> = judge_connections(&seen.after, desired)
@@ -65,21 +68,31 @@ pub fn judge_restart(seen: &RestartSeen, desired: &Desired) -> Vec<Finding> {
         .collect();
     let (before, after) = (described(&seen.before), described(&seen.after));
     for c in after.difference(&before) {
-        findings.push(drift(format!("after the restart Open WebUI holds {c}, which it did not hold before the drift")));
+        findings.push(
+            drift(format!("after the restart Open WebUI holds {c}, which it did not hold before the drift"))
+                .fact("gained", c),
+        );
     }
     for c in before.difference(&after) {
-        findings.push(drift(format!("after the restart Open WebUI no longer holds {c}")));
+        findings.push(drift(format!("after the restart Open WebUI no longer holds {c}")).fact("lost", c));
     }
     for ((after, expected), (before, _)) in seen.views_after.iter().zip(&seen.views_before) {
-        findings.extend(judge_view(after, expected, "after the restart: ").into_iter().map(|f| drift(f.message)));
+        findings.extend(
+            judge_view(after, expected, "after the restart: ")
+                .into_iter()
+                .map(|f| Finding { facts: f.facts, ..drift(f.message) }.fact("user", &after.user)),
+        );
         if after.visible() != before.visible() {
             let show = |v: &UserView| v.visible().into_iter().collect::<Vec<_>>().join(", ");
-            findings.push(drift(format!(
-                "{}: sees [{}] after the restart, [{}] before the drift",
-                after.user,
-                show(after),
-                show(before)
-            )));
+            findings.push(
+                drift(format!(
+                    "{}: sees [{}] after the restart, [{}] before the drift",
+                    after.user,
+                    show(after),
+                    show(before)
+                ))
+                .fact("user", &after.user),
+            );
         }
     }
     findings
