@@ -483,23 +483,37 @@ async fn silence_of_a_full_queue(
     tasks: &[crate::engine::Target],
     port: u16,
 ) -> Attempt {
-    let Attempt::Pass { evidence } = attempt else { return attempt };
+    let behind = silent_containers(looks, tasks);
+    if !attempt.is_pass() || behind.is_empty() {
+        return attempt;
+    }
+    match listeners_of(deployment, &behind).await {
+        Ok(listening) => dark_unless_full(attempt, &behind, &listening, port),
+        Err(not_read) => not_read,
+    }
+}
+
+/// The leftover containers behind an address some position knocked on with no answer.
+fn silent_containers(looks: &[Look], tasks: &[crate::engine::Target]) -> Vec<crate::engine::Target> {
     let silent: BTreeSet<IpAddr> = looks
         .iter()
         .flat_map(|l| &l.knocks)
         .filter(|(_, r)| matches!(r, Err(ConnectError::NoAnswer { .. })))
         .map(|(a, _)| a.ip())
         .collect();
-    let behind: Vec<crate::engine::Target> =
-        tasks.iter().filter(|t| t.addresses().iter().any(|a| silent.contains(a))).cloned().collect();
-    if behind.is_empty() {
-        return Attempt::Pass { evidence };
-    }
-    let listening = match listeners_of(deployment, &behind).await {
-        Ok(l) => l,
-        Err(attempt) => return attempt,
-    };
-    let why: Vec<String> = behind.iter().filter_map(|t| full_accept_queue(&listening, &t.name, port)).collect();
+    tasks.iter().filter(|t| t.addresses().iter().any(|a| silent.contains(a))).cloned().collect()
+}
+
+/// Pure: a dark verdict stands unless a silent container's listener on the endpoint port
+/// has a full accept queue (read after the knocks).
+fn dark_unless_full(
+    attempt: Attempt,
+    behind: &[crate::engine::Target],
+    listening: &BTreeMap<String, Vec<crate::netns::listener::Listener>>,
+    port: u16,
+) -> Attempt {
+    let Attempt::Pass { evidence } = attempt else { return attempt };
+    let why: Vec<String> = behind.iter().filter_map(|t| full_accept_queue(listening, &t.name, port)).collect();
     match why.is_empty() {
         true => Attempt::Pass { evidence },
         false => Attempt::not_ready(format!("a silent address is not a dark one: {}", why.join("; ")), evidence),
@@ -815,5 +829,32 @@ mod tests {
         for (with, without) in [(401, 401), (403, 401), (404, 404), (429, 401), (500, 401)] {
             assert!(judge("u", &[presented(with, without)], vec![], None).is_pass(), "{with} with, {without} without");
         }
+    }
+
+    /// A paused leftover on the endpoint port drops every SYN once its accept queue is
+    /// full: its silence is not darkness. A listener with room, or another port, stays dark.
+    #[rstest::rstest]
+    #[case::full_queue_on_the_port(8000, 129, "not ready")]
+    #[case::room_in_the_queue(8000, 3, "pass")]
+    #[case::full_queue_on_another_port(9000, 129, "pass")]
+    fn a_silent_leftover_with_a_full_accept_queue_is_not_dark(
+        #[case] listens_on: u16,
+        #[case] waiting: u32,
+        #[case] want: &str,
+    ) {
+        let leftover = crate::engine::Target { name: "wiki_1".into(), ..crate::checks::testing::target_for_tests() };
+        let queue = Some(crate::netns::listener::AcceptQueue { waiting, backlog: 128 });
+        let addr = std::net::SocketAddr::new([0, 0, 0, 0].into(), listens_on);
+        let listening =
+            BTreeMap::from([("wiki_1".to_string(), vec![crate::netns::listener::Listener { addr, queue }])]);
+        let got = match dark_unless_full(Attempt::Pass { evidence: vec![] }, &[leftover], &listening, 8000) {
+            Attempt::Pass { .. } => "pass",
+            Attempt::NotReady { reason, .. } => {
+                assert!(reason.contains("a silent address is not a dark one: wiki_1 listens on"), "{reason}");
+                "not ready"
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(got, want);
     }
 }

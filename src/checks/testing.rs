@@ -25,3 +25,27 @@ pub(crate) fn provider_for_tests(id: &str, allowlist: &[&str]) -> Provider {
         boundary: Default::default(),
     }
 }
+
+/// A running container with one address on one network, for judges' tables.
+pub(crate) fn target_for_tests() -> crate::engine::Target {
+    crate::engine::Target {
+        id: "c0ffee".into(),
+        name: "native_1".into(),
+        service: "native".into(),
+        project: "p".into(),
+        pid: 1,
+        node_pid: 1,
+        running: true,
+        attachments: vec![crate::engine::Attachment {
+            network: "p_net-native".into(),
+            network_id: "n".into(),
+            ipv4: Some([10, 0, 1, 5].into()),
+            ipv6: None,
+            aliases: vec![],
+        }],
+        netns_inode: None,
+        netns_of: None,
+        published: vec![],
+        node: None,
+    }
+}
