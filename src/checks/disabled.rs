@@ -484,7 +484,7 @@ async fn silence_of_a_full_queue(
     port: u16,
 ) -> Attempt {
     let behind = silent_containers(looks, tasks);
-    if !attempt.is_pass() || behind.is_empty() {
+    if !matches!(attempt, Attempt::Pass { .. }) || behind.is_empty() {
         return attempt;
     }
     match listeners_of(deployment, &behind).await {
