@@ -442,8 +442,12 @@ async fn observe_replica(
         asks.extend(session_asks(provider, Some((id, version.as_deref(), *from)), None));
     }
     asks.extend(session_asks(provider, None, opened.message_url.as_deref()));
-    let control = try_all(&valid_client, &base, &names).await;
-    let probes = try_bearers(presented, &endpoint, &limits, provider, &asks, &names).await;
+    // Side by side: an attempt against a server that never answers costs one wait, not two,
+    // so the last attempt before the deadline ends before the run's hard stop.
+    let (control, probes) = futures_util::join!(
+        try_all(&valid_client, &base, &names),
+        try_bearers(presented, &endpoint, &limits, provider, &asks, &names)
+    );
     for session in opened.sessions {
         valid_client.close(session).await;
     }
