@@ -16,8 +16,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::refusal::{self, Presented, RefusalPlan, RefusalRule};
-use super::vantage::{contract_vantages, observe_everywhere};
+use super::refusal::{self, Presented, RefusalRule};
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Provider, Scenario};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
@@ -175,32 +174,12 @@ fn alive_or_presented(
 
 /// The refusal machinery of `wrong_bearer`, with the dead credentials as the bearers.
 async fn refused_everywhere(ctx: &RunContext, provider: &Provider, presented: Vec<Presented>, dead: Dead) -> Attempt {
-    let vantages = match contract_vantages(ctx, provider) {
-        Ok(v) => v,
-        Err(attempt) => return attempt,
+    let bearer_label = match dead {
+        Dead::Retired => "a retired credential",
+        Dead::Revoked => "a removed consumer's credential",
     };
-    let observed = observe_everywhere(ctx, &vantages, |endpoints| RefusalPlan {
-        endpoints: endpoints.to_vec(),
-        provider: provider.clone(),
-        valid: ctx.scenario.secret(&provider.credential).clone(),
-        presented: presented.clone(),
-        limits: ctx.suite.limits.clone(),
-    })
-    .await;
-    match observed {
-        Ok((observations, from)) => {
-            let bearer_label = match dead {
-                Dead::Retired => "a retired credential",
-                Dead::Revoked => "a removed consumer's credential",
-            };
-            let rule =
-                RefusalRule { refusal: provider.refusal, bearer_label: bearer_label.into(), shared_with: vec![] };
-            let mut attempt = refusal::judge(&observations, &rule);
-            attempt.lead_with(format!("probed from {from}"));
-            attempt
-        }
-        Err(attempt) => attempt,
-    }
+    let rule = RefusalRule { refusal: provider.refusal, bearer_label: bearer_label.into(), shared_with: vec![] };
+    refusal::presented_everywhere(ctx, provider, presented, &rule).await
 }
 
 /// Every client container whose environment holds a dead credential.

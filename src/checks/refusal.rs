@@ -159,32 +159,39 @@ impl Probe for RefusalCheck {
                 Ok(p) => p,
                 Err(attempt) => return attempt,
             };
-            let vantages = match contract_vantages(ctx, &provider) {
-                Ok(v) => v,
-                Err(attempt) => return attempt,
-            };
-            let observed = observe_everywhere(ctx, &vantages, |endpoints| RefusalPlan {
-                endpoints: endpoints.to_vec(),
-                provider: provider.clone(),
-                valid: ctx.scenario.secret(&provider.credential).clone(),
-                presented: presented.clone(),
-                limits: ctx.suite.limits.clone(),
-            })
-            .await;
-            let (observations, from) = match observed {
-                Ok(o) => o,
-                Err(attempt) => return attempt,
-            };
             let rule = RefusalRule { refusal: provider.refusal, bearer_label: describe(self.bearer), shared_with };
-            let mut attempt = judge(&observations, &rule);
-            if let Attempt::Pass { evidence } | Attempt::Fail { evidence, .. } | Attempt::NotReady { evidence, .. } =
-                &mut attempt
-            {
-                evidence.insert(0, format!("probed from {from}"));
-            }
-            attempt
+            presented_everywhere(ctx, &provider, presented, &rule).await
         })
     }
+}
+
+/// Presents bad bearers at `provider` from every vantage and judges what they got: the one
+/// way `anonymous`, `wrong_bearer`, `foreign_bearer` and dead credentials are tried.
+pub async fn presented_everywhere(
+    ctx: &RunContext,
+    provider: &Provider,
+    presented: Vec<Presented>,
+    rule: &RefusalRule,
+) -> Attempt {
+    let vantages = match contract_vantages(ctx, provider) {
+        Ok(v) => v,
+        Err(attempt) => return attempt,
+    };
+    let observed = observe_everywhere(ctx, &vantages, |endpoints| RefusalPlan {
+        endpoints: endpoints.to_vec(),
+        provider: provider.clone(),
+        valid: ctx.scenario.secret(&provider.credential).clone(),
+        presented: presented.clone(),
+        limits: ctx.suite.limits.clone(),
+    })
+    .await;
+    let (observations, from) = match observed {
+        Ok(o) => o,
+        Err(attempt) => return attempt,
+    };
+    let mut attempt = judge(&observations, rule);
+    attempt.lead_with(format!("probed from {from}"));
+    attempt
 }
 
 fn describe(bearer: Bearer) -> String {
