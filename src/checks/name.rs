@@ -234,25 +234,19 @@ mod tests {
     use rstest::rstest;
 
     fn target(name: &str, network: &str, ip: &str) -> Target {
+        let attachment = Attachment {
+            network: network.into(),
+            network_id: network.into(),
+            ipv4: Some(ip.parse().unwrap()),
+            ipv6: None,
+            aliases: vec![],
+        };
         Target {
             id: name.into(),
             name: name.into(),
             service: name.into(),
-            project: "p".into(),
-            pid: 1,
-            node_pid: 1,
-            running: true,
-            attachments: vec![Attachment {
-                network: network.into(),
-                network_id: network.into(),
-                ipv4: Some(ip.parse().unwrap()),
-                ipv6: None,
-                aliases: vec![],
-            }],
-            netns_inode: None,
-            netns_of: None,
-            published: vec![],
-            node: None,
+            attachments: vec![attachment],
+            ..crate::checks::testing::target_for_tests()
         }
     }
 
