@@ -4,13 +4,15 @@
 //! the facts it rests on, and the sentence a reporter shows). Judges build them from
 //! observations; reporters render them, each with its own escaping, and never decide.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
 use crate::exit::Ending;
+
+mod finding;
+pub use finding::{Finding, FindingKind, reason_of};
 
 /// How cordon reaches the deployment: from its own namespace, or into the containers of
 /// a compose project or a swarm stack.
@@ -213,106 +215,6 @@ impl fmt::Display for CheckName {
     }
 }
 
-/// Stable codes for every rule a check can find broken. Reporters and tests key on
-/// these; the message beside them is for people.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FindingKind {
-    // route / session resolution
-    NameDoesNotResolve,
-    OnlyWildcard,
-    ForeignAddress,
-    AmbiguousName,
-    HostsFilePin,
-    ProviderNotAccepting,
-    // reach
-    LateralReach,
-    PublishedPortReach,
-    // session / contract
-    SessionFailed,
-    ReadFailed,
-    ToolsMismatch,
-    MutatingToolServed,
-    SchemaPinMismatch,
-    ErasDisagree,
-    // refusal
-    NotRefused,
-    ToolsDisclosed,
-    SessionGranted,
-    SessionNotBound,
-    RefusalSessionServes,
-    Redirected,
-    Undecodable,
-    SharedSecret,
-    CannotBeJudged,
-    // disabled
-    StillRouted,
-    StillAccepting,
-    StillListening,
-    CredentialAlive,
-    // sidecar
-    UndeclaredNetwork,
-    AddressOutsideDeclared,
-    MissingDeclaredNetwork,
-    ViewsDisagree,
-    Hardening,
-    // the boundary behind the handshake
-    DeniedToolRan,
-    ArgumentAccepted,
-    LimitNotEnforced,
-    CredentialHeld,
-    SecretInLog,
-    SecretInUrl,
-    Egress,
-    // open webui
-    ConnectionDrift,
-    UnmanagedConnection,
-    AccessDrift,
-    ToolCallFailed,
-    RestartDrift,
-    // flowise / n8n
-    RegistryDrift,
-    SecretInPlain,
-    SsrfGuardOff,
-    WorkflowDrift,
-    // anything a family has not classified yet
-    Other,
-}
-
-impl FindingKind {
-    pub fn as_str(self) -> String {
-        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
-    }
-}
-
-/// One broken rule, with the facts it rests on (addresses, ports, statuses, names).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    pub kind: FindingKind,
-    /// The sentence a reporter shows, built from the facts.
-    pub message: String,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub facts: BTreeMap<String, String>,
-}
-
-impl Finding {
-    pub fn new(kind: FindingKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), facts: BTreeMap::new() }
-    }
-
-    /// Adds one fact (e.g. `addr`, `port`, `container`, `network`, `entry`, `status`).
-    pub fn fact(mut self, key: &str, value: impl ToString) -> Self {
-        self.facts.insert(key.to_string(), value.to_string());
-        self
-    }
-}
-
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
 /// What one execution of a check concluded. Only `NotReady` is ever retried.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Attempt {
@@ -325,7 +227,7 @@ pub enum Attempt {
 impl Attempt {
     /// A failure with one unclassified finding.
     pub fn fail(reason: impl Into<String>, evidence: Vec<String>) -> Self {
-        Attempt::Fail { findings: vec![Finding::new(FindingKind::Other, reason)], evidence }
+        Attempt::Fail { findings: vec![Finding::unclassified(reason.into())], evidence }
     }
 
     pub fn failed(findings: Vec<Finding>, evidence: Vec<String>) -> Self {
@@ -396,11 +298,6 @@ impl From<Attempt> for Outcome {
     fn from(attempt: Attempt) -> Self {
         Outcome { attempt, transient: vec![] }
     }
-}
-
-/// The findings of a failure, as one line.
-pub fn reason_of(findings: &[Finding]) -> String {
-    findings.iter().map(|f| f.message.as_str()).collect::<Vec<_>>().join("; ")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -646,7 +543,7 @@ mod tests {
     fn finding_kinds_have_stable_codes() {
         assert_eq!(FindingKind::LateralReach.as_str(), "lateral_reach");
         assert_eq!(FindingKind::CannotBeJudged.as_str(), "cannot_be_judged");
-        let f = Finding::new(FindingKind::LateralReach, "x").fact("addr", "10.0.0.1:80");
+        let f = Finding::text(FindingKind::LateralReach, "x").fact("addr", "10.0.0.1:80");
         assert_eq!(serde_json::to_value(&f).unwrap()["facts"]["addr"], "10.0.0.1:80");
     }
 }

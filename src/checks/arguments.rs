@@ -256,7 +256,7 @@ pub fn judge(observed: &[ArgumentSession], mut evidence: Vec<String>) -> Attempt
             }
             Err(e) => {
                 findings.push(
-                    Finding::new(
+                    Finding::text(
                         FindingKind::CannotBeJudged,
                         format!("{}: cannot be judged: no session: {}", s.replica, e.text),
                     )
@@ -277,7 +277,7 @@ pub fn judge(observed: &[ArgumentSession], mut evidence: Vec<String>) -> Attempt
             }
             Some(c) if c.refused() || matches!(c, CallAnswer::Failed(_)) => {
                 findings.push(
-                    Finding::new(
+                    Finding::text(
                         FindingKind::CannotBeJudged,
                         format!("{era}: cannot be judged: the read with its own arguments is not served either ({c})"),
                     )
@@ -297,7 +297,7 @@ pub fn judge(observed: &[ArgumentSession], mut evidence: Vec<String>) -> Attempt
                 continue;
             }
             findings.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::ArgumentAccepted,
                     format!("{era}: {} was not refused: it answered {}", case.what, case.answer),
                 )
@@ -378,11 +378,11 @@ mod tests {
             Attempt::Fail { findings, .. } => {
                 assert_eq!(findings[0].kind, FindingKind::ArgumentAccepted);
                 assert!(
-                    findings[0].message.contains(
+                    findings[0].sentence().contains(
                         "with the undeclared argument `x` was not refused: it answered a result with isError: false"
                     ),
                     "{}",
-                    findings[0].message
+                    findings[0].sentence()
                 );
             }
             other => panic!("{other:?}"),

@@ -334,7 +334,7 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
             }
             Err(e) => {
                 findings.push(
-                    Finding::new(
+                    Finding::text(
                         FindingKind::CannotBeJudged,
                         format!("{at}: cannot be judged: no session: {}", e.text),
                     )
@@ -360,7 +360,7 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
                 Called::Refused => {}
                 Called::NotReady(why) => not_ready.push(format!("{at}: tools/call {shown}: {why}")),
                 Called::Ran(why) => findings.push(
-                    Finding::new(FindingKind::DeniedToolRan, format!("{at}, {era}: tools/call `{shown}` {why}"))
+                    Finding::text(FindingKind::DeniedToolRan, format!("{at}, {era}: tools/call `{shown}` {why}"))
                         .fact("replica", &s.replica)
                         .fact("tool", name),
                 ),
@@ -370,7 +370,7 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
             evidence.push(format!("{at}: the read before the calls: {before}; after: {after}"));
             if before != after && !before.not_ready() && !after.not_ready() {
                 findings.push(
-                    Finding::new(
+                    Finding::text(
                         FindingKind::DeniedToolRan,
                         format!("{at}, {era}: the deterministic read answered {before} before the denied calls and {after} after them: a call that was refused changed the provider"),
                     )

@@ -133,7 +133,7 @@ pub fn judge_tools_everywhere(
         let (f, e) = judge_tools(provider, tools);
         evidence.extend(e.into_iter().map(|l| format!("{prefix}{l}")));
         findings.extend(f.into_iter().map(|mut f| {
-            f.message = format!("{prefix}{}", f.message);
+            f.set_text(format!("{prefix}{}", f.sentence()));
             f.fact("replica", &o.first.replica)
         }));
         if let Some(hs) = runs.get(1) {
@@ -145,7 +145,7 @@ pub fn judge_tools_everywhere(
                     let only_old: Vec<&str> = handshake.difference(&modern).copied().collect();
                     let only_new: Vec<&str> = modern.difference(&handshake).copied().collect();
                     findings.push(
-                        Finding::new(
+                        Finding::text(
                             FindingKind::ErasDisagree,
                             format!(
                                 "{prefix}the eras serve different tools: only through initialize [{}], only through server/discover [{}]",
@@ -158,13 +158,13 @@ pub fn judge_tools_everywhere(
                 }
                 let (f, _) = judge_tools(provider, old);
                 findings.extend(f.into_iter().map(|mut f| {
-                    f.message = format!("{prefix}through the initialize handshake: {}", f.message);
+                    f.set_text(format!("{prefix}through the initialize handshake: {}", f.sentence()));
                     f
                 }));
             }
         }
     }
-    findings.dedup_by(|a, b| a.message == b.message);
+    findings.dedup_by(|a, b| a.sentence() == b.sentence());
     Attempt::from_findings(findings, evidence)
 }
 
@@ -198,7 +198,7 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool]) -> (Vec<Finding>, Vec<St
         let mut seen = BTreeSet::new();
         let twice: Vec<&str> = tools.iter().map(|t| t.name.as_str()).filter(|n| !seen.insert(*n)).collect();
         problems.push(
-            Finding::new(
+            Finding::text(
                 FindingKind::ToolsMismatch,
                 format!("{} tool name(s) served more than once", tools.len() - served.len()),
             )
@@ -212,7 +212,7 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool]) -> (Vec<Finding>, Vec<St
     if !provider.tools.mutating_enabled && !mutating.is_empty() {
         let names = name_list(mutating, 20);
         problems.push(
-            Finding::new(
+            Finding::text(
                 FindingKind::MutatingToolServed,
                 format!("mutating tool(s) served while mutating tools are not enabled: {names}"),
             )
@@ -222,14 +222,14 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool]) -> (Vec<Finding>, Vec<St
     if !extra.is_empty() {
         let names = name_list(extra, 20);
         problems.push(
-            Finding::new(FindingKind::ToolsMismatch, format!("serves tool(s) outside the allowlist: {names}"))
+            Finding::text(FindingKind::ToolsMismatch, format!("serves tool(s) outside the allowlist: {names}"))
                 .fact("extra", names),
         );
     }
     if !missing.is_empty() {
         let names = name_list(missing, 20);
         problems.push(
-            Finding::new(
+            Finding::text(
                 FindingKind::ToolsMismatch,
                 format!("does not serve allowlisted tool(s): {names} (a subset is not the contract)"),
             )
@@ -240,7 +240,7 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool]) -> (Vec<Finding>, Vec<St
         && *pinned != hash
     {
         problems.push(
-            Finding::new(
+            Finding::text(
                 FindingKind::SchemaPinMismatch,
                 format!("tool schema hash {hash} differs from the pinned {pinned}"),
             )
@@ -359,7 +359,7 @@ mod tests {
     #[test]
     fn subset_superset_mutating_duplicates_and_pin_each_fail() {
         let msg = |p: Provider, t: &[&str]| {
-            judge_tools(&p, &tools(t)).0.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join("; ")
+            judge_tools(&p, &tools(t)).0.iter().map(|f| f.sentence()).collect::<Vec<_>>().join("; ")
         };
         assert!(msg(provider(&["a", "b"], &[], None), &["a"]).contains("does not serve allowlisted tool(s): b"));
         let r = msg(provider(&["a"], &["drop"], None), &["a", "drop"]);
@@ -389,7 +389,7 @@ mod tests {
         let bad = ToolsObservation { first: run("r2", None, Some(&["add", "echo", "x"])), handshake: None };
         let a = judge_tools_everywhere(&p, &[good, bad], vec![]);
         match &a {
-            Attempt::Fail { findings, .. } => assert!(findings[0].message.starts_with("r2: "), "{findings:?}"),
+            Attempt::Fail { findings, .. } => assert!(findings[0].sentence().starts_with("r2: "), "{findings:?}"),
             other => panic!("{other:?}"),
         }
     }

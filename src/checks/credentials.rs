@@ -156,7 +156,7 @@ fn alive_or_presented(
             presented.push(Presented { label: d.label.clone(), secret: Some((*secret).clone()), in_query: None });
         } else if !provider.disabled {
             findings.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::CredentialAlive,
                     format!(
                         "{} is provider `{}`'s current credential ({}): nothing was revoked (rotate it, and list the old one under `retired`)",
@@ -215,7 +215,7 @@ async fn holders(ctx: &RunContext, dead: &[DeadCredential]) -> Result<(Vec<Findi
             ));
             for (var, d, form) in found {
                 findings.push(
-                    Finding::new(
+                    Finding::text(
                         FindingKind::CredentialHeld,
                         format!(
                             "client {} still holds {} ({form}) in its environment variable {var} ({})",
@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn merged_verdicts_keep_both_sides() {
-        let held = vec![Finding::new(FindingKind::CredentialHeld, "client x still holds it")];
+        let held = vec![Finding::text(FindingKind::CredentialHeld, "client x still holds it")];
         let passed = Attempt::Pass { evidence: vec!["refused everywhere".into()] };
         match merge(passed, held.clone(), vec!["env read".into()]) {
             Attempt::Fail { findings, evidence } => {

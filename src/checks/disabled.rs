@@ -542,7 +542,7 @@ fn judge_name(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<String>)
         let routed = name.routed();
         if !routed.is_empty() {
             findings.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::StillRouted,
                     format!(
                         "still routed: from {from} `{}` resolves to [{}] outside the wildcard set",
@@ -581,7 +581,7 @@ fn judge_knocks(
         }
         match r {
             Ok(()) => findings.push(
-                Finding::new(FindingKind::StillAccepting, format!("still accepting TCP: from {from} {addr}"))
+                Finding::text(FindingKind::StillAccepting, format!("still accepting TCP: from {from} {addr}"))
                     .fact("addr", addr),
             ),
             Err(e) => evidence.push(format!("{from}: {addr}: {e}")),
@@ -598,7 +598,7 @@ fn judge_answers(l: &Look, elsewhere: &[SocketAddr], findings: &mut Vec<Finding>
             Ok(e) => {
                 evidence.push(format!("{from}: {}", e.summary()));
                 findings.push(
-                    Finding::new(
+                    Finding::text(
                         FindingKind::StillListening,
                         format!(
                             "still listening: from {from} {} at {} ({addr}) answered {}",
@@ -659,7 +659,7 @@ fn judge_credential(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<St
             Some((e, how)) => {
                 evidence.push(format!("{from}: {door}: {}", e.summary()));
                 findings.push(
-                    Finding::new(
+                    Finding::text(
                         FindingKind::CredentialAlive,
                         format!("the disabled provider's credential still works: {how}"),
                     )
@@ -823,7 +823,7 @@ mod tests {
         // A legacy SSE leftover: POST /mcp is 401 without the credential, 404 with it.
         let Attempt::Fail { findings, .. } = judge("u", &[presented(404, 401)], vec![], None) else { panic!() };
         assert_eq!(findings[0].kind, FindingKind::CredentialAlive);
-        assert!(findings[0].message.contains("401 without it but 404 with it"), "{}", findings[0].message);
+        assert!(findings[0].sentence().contains("401 without it but 404 with it"), "{}", findings[0].sentence());
         assert!(!judge("u", &[presented(307, 403)], vec![], None).is_pass());
         // Refused both ways, routed before authentication, or an error of the server: dead.
         for (with, without) in [(401, 401), (403, 401), (404, 404), (429, 401), (500, 401)] {

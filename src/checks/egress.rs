@@ -318,7 +318,7 @@ mod tests {
             Attempt::Fail { findings, .. } => {
                 assert_eq!(findings[0].kind, FindingKind::Egress);
                 assert_eq!(
-                    findings[0].message,
+                    findings[0].sentence(),
                     "sidecar replica gitea-mcp_1 of `gitea` opened TCP to a container that is not its app at 10.0.5.9:8000 (legacy_1 on network net-gitea): egress through a shared network"
                 );
             }

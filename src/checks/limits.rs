@@ -231,7 +231,7 @@ struct Verdicts {
 impl Verdicts {
     fn broken(&mut self, replica: &str, limit: &str, message: String) {
         self.findings.push(
-            Finding::new(FindingKind::LimitNotEnforced, format!("{replica}: {message}"))
+            Finding::text(FindingKind::LimitNotEnforced, format!("{replica}: {message}"))
                 .fact("replica", replica)
                 .fact("limit", limit),
         );
@@ -267,7 +267,7 @@ pub fn judge(limits: &ProviderLimits, observed: &[LimitsSeen], evidence: Vec<Str
             }
             Err(e) => {
                 v.findings.push(
-                    Finding::new(FindingKind::CannotBeJudged, format!("{r}: cannot be judged: no session: {}", e.text))
+                    Finding::text(FindingKind::CannotBeJudged, format!("{r}: cannot be judged: no session: {}", e.text))
                         .fact("replica", r),
                 );
                 continue;

@@ -194,14 +194,14 @@ pub fn judge(
     }
     let strays = stray.iter().map(|(a, r)| r.describe(*a)).collect::<Vec<_>>().join("; ");
     let finding = if seen.answer.addrs.is_empty() {
-        Finding::new(FindingKind::NameDoesNotResolve, format!("`{host}` does not resolve from {from}"))
+        Finding::text(FindingKind::NameDoesNotResolve, format!("`{host}` does not resolve from {from}"))
     } else if seen.answer.source == AnswerSource::HostsFile {
-        Finding::new(
+        Finding::text(
             FindingKind::HostsFilePin,
             format!("`{host}` is pinned in the /etc/hosts of {from} to {strays}: its libc never asks DNS for it"),
         )
     } else if owned.is_empty() && stray.iter().all(|(_, r)| *r == Role::Wildcard) {
-        Finding::new(
+        Finding::text(
             FindingKind::OnlyWildcard,
             format!(
                 "`{host}` resolves from {from} only to wildcard address(es) [{}]: the name answers through the wildcard DNS record, not through a route to the provider",
@@ -209,10 +209,10 @@ pub fn judge(
             ),
         )
     } else if owned.is_empty() {
-        Finding::new(FindingKind::ForeignAddress, format!("`{host}` resolves from {from} to {strays}"))
+        Finding::text(FindingKind::ForeignAddress, format!("`{host}` resolves from {from} to {strays}"))
     } else {
         let at: Vec<String> = owned.iter().map(|(a, c, n)| format!("{a} ({c} on {n})")).collect();
-        Finding::new(
+        Finding::text(
             FindingKind::AmbiguousName,
             format!(
                 "`{host}` resolves from {from} to the provider at [{}] but also to {strays}, where a client may land instead",
@@ -304,14 +304,14 @@ mod tests {
         let s = seen(&["10.0.9.5"], &[], AnswerSource::Dns);
         let r = roles(&s, &[], None, &topology());
         let f = judge(&s, &r, "client c").unwrap_err();
-        assert!(f[0].message.contains("10.0.9.5, which is `beta` on `net-beta`, not a container"), "{}", f[0].message);
+        assert!(f[0].sentence().contains("10.0.9.5, which is `beta` on `net-beta`, not a container"), "{}", f[0].sentence());
         let client = target("client", "p_net-native", "10.0.1.100");
         let r = roles(&s, &[], Some(&client), &topology());
         let f = judge(&s, &r, "client c").unwrap_err();
-        assert!(f[0].message.contains("on `net-beta` (a network the client does not share)"), "{}", f[0].message);
+        assert!(f[0].sentence().contains("on `net-beta` (a network the client does not share)"), "{}", f[0].sentence());
         let client = target("client", "p_net-beta", "10.0.9.100");
         let r = roles(&s, &[], Some(&client), &topology());
         let f = judge(&s, &r, "client c").unwrap_err();
-        assert!(f[0].message.contains("on `net-beta` (a network the client shares)"), "{}", f[0].message);
+        assert!(f[0].sentence().contains("on `net-beta` (a network the client shares)"), "{}", f[0].sentence());
     }
 }

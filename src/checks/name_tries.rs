@@ -259,7 +259,7 @@ pub fn judge_name_tries(tries: &[NameTry], replicas_serve: bool) -> (Vec<Finding
             let Err(e) = &s.outcome else { continue };
             if e.not_ready && s.vip && replicas_serve {
                 findings.push(
-                    Finding::new(
+                    Finding::text(
                         FindingKind::SessionFailed,
                         format!(
                             "the name answers {}, which never answers ({}), while every replica serves at its own address: the VIP leads nowhere (no IPVS on the node?)",
@@ -287,10 +287,10 @@ pub fn judge_name_tries(tries: &[NameTry], replicas_serve: bool) -> (Vec<Finding
                 ),
                 _ => format!("a session{era} through the name failed at {}: {} failed: {}", s.landed, s.step, e.text),
             };
-            findings.push(Finding::new(FindingKind::SessionFailed, message).fact("replica", &s.landed));
+            findings.push(Finding::text(FindingKind::SessionFailed, message).fact("replica", &s.landed));
         }
     }
-    findings.sort_by(|a, b| a.message.cmp(&b.message));
+    findings.sort_by(|a, b| a.sentence().cmp(&b.sentence()));
     findings.dedup_by(|a, b| a.facts.get("replica") == b.facts.get("replica") && a.kind == b.kind);
     (findings, evidence, waiting)
 }
@@ -327,7 +327,7 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].kind, FindingKind::SessionFailed);
         assert_eq!(f[0].facts["replica"], "b");
-        assert!(f[0].message.contains("opened at a was not known to b"), "{}", f[0].message);
+        assert!(f[0].sentence().contains("opened at a was not known to b"), "{}", f[0].sentence());
         assert_eq!(e.len(), 3);
         assert!(w.is_empty());
         let (f, _, _) = judge_name_tries(&[good], true);
@@ -354,9 +354,9 @@ mod tests {
         let (f, e, _) = judge_name_tries(&[stateless.clone(), lost], true);
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(
-            f[0].message.contains("the session (initialize handshake) opened at a was not known to b"),
+            f[0].sentence().contains("the session (initialize handshake) opened at a was not known to b"),
             "{}",
-            f[0].message
+            f[0].sentence()
         );
         assert!(e[0].contains("server/discover at a ok"), "{e:?}");
         let unspoken = NameTry {
@@ -380,7 +380,7 @@ mod tests {
         };
         let (f, _, w) = judge_name_tries(std::slice::from_ref(&dead), true);
         assert_eq!(f.len(), 1, "{f:?}");
-        assert!(f[0].message.contains("the VIP leads nowhere"), "{}", f[0].message);
+        assert!(f[0].sentence().contains("the VIP leads nowhere"), "{}", f[0].sentence());
         assert!(w.is_empty());
         let (f, _, w) = judge_name_tries(&[dead], false);
         assert!(f.is_empty() && w.len() == 1);

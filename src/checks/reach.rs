@@ -450,7 +450,7 @@ fn judge_knocks(
                 }
                 let (kind, how) = crossing.finding(&k.door.via);
                 findings.push(
-                    Finding::new(kind, format!("{who} opened TCP to {what} at {}: {how}", k.door))
+                    Finding::text(kind, format!("{who} opened TCP to {what} at {}: {how}", k.door))
                         .fact("addr", k.door.addr)
                         .fact("container", &k.door.container)
                         .fact("network", &k.door.network),
@@ -675,9 +675,9 @@ mod tests {
         };
         assert_eq!(findings[0].kind, FindingKind::Egress);
         assert!(
-            findings[0].message.ends_with(": reach through a port published on the host"),
+            findings[0].sentence().ends_with(": reach through a port published on the host"),
             "{}",
-            findings[0].message
+            findings[0].sentence()
         );
     }
 }

@@ -577,7 +577,7 @@ enum Verdict {
 fn classify(e: &Exchange, control: Option<&Try>, refusal: Refusal) -> Verdict {
     let at = &e.ask;
     let finding = |kind: FindingKind, message: String| {
-        Verdict::Broken(Finding::new(kind, format!("{at}: {message}")).fact("entry", at).fact("status", e.status))
+        Verdict::Broken(Finding::text(kind, format!("{at}: {message}")).fact("entry", at).fact("status", e.status))
     };
     let disclosed = if e.body.names.is_empty() {
         "a tool inventory".to_string()
@@ -668,7 +668,7 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
         .shared_with
         .iter()
         .map(|other| {
-            Finding::new(
+            Finding::text(
                 FindingKind::SharedSecret,
                 format!("provider {other} holds the same secret: one credential opens both, so neither is confined"),
             )
@@ -696,7 +696,7 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
                 let verdict = match &t.outcome {
                     Err(e) if e.not_ready => Verdict::NotReady(format!("{}: {}", t.ask, e.text)),
                     Err(e) => Verdict::Broken(
-                        Finding::new(FindingKind::NotRefused, format!("{}: {}", t.ask, e.text)).fact("entry", &t.ask),
+                        Finding::text(FindingKind::NotRefused, format!("{}: {}", t.ask, e.text)).fact("entry", &t.ask),
                     ),
                     Ok(e) => classify(e, control, rule.refusal),
                 };
@@ -705,7 +705,7 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
                     Verdict::NotReady(why) => not_ready.push(format!("{prefix}{label}: {why}")),
                     Verdict::Broken(mut f) => {
                         broken_here += 1;
-                        f.message = format!("{prefix}{} was not refused: {}", label, f.message);
+                        f.set_text(format!("{prefix}{} was not refused: {}", label, f.sentence()));
                         f.facts.insert("replica".into(), o.replica.clone());
                         f.facts.insert("bearer".into(), label.to_string());
                         findings.push(f);
@@ -769,7 +769,7 @@ fn unjudgeable(o: &ReplicaRefusal, prefix: &str, differs: bool) -> Option<Result
                 .take(4)
                 .collect();
             let how = if differs { "cannot open a session either" } else { "gets the same answer" };
-            Some(Err(Finding::new(
+            Some(Err(Finding::text(
                 FindingKind::CannotBeJudged,
                 format!(
                     "{prefix}cannot be judged: the valid bearer {how} ({}; {}) — is `transport` right?",
@@ -799,7 +799,7 @@ fn group(findings: Vec<Finding>) -> Vec<Finding> {
         .map(|(mut f, more)| {
             if !more.is_empty() {
                 let joined = more.join("; ");
-                f.message = format!("{} (and the same at {} more entry point(s): {joined})", f.message, more.len());
+                f.set_text(format!("{} (and the same at {} more entry point(s): {joined})", f.sentence(), more.len()));
                 f.facts.insert("more_entries".into(), joined);
             }
             f

@@ -191,7 +191,7 @@ pub fn judge(
             Some(Err(e)) if listens => {
                 evidence.push(format!("{target} ({container} on {network}): {e}"));
                 findings.push(
-                    Finding::new(
+                    Finding::text(
                         FindingKind::ProviderNotAccepting,
                         format!(
                             "{container} listens on port {} but {from} cannot connect to {target} on {network}: {e}",
@@ -269,7 +269,7 @@ mod tests {
         #[case] unsettled: Option<&str>,
         #[case] want: &str,
     ) {
-        let failed = Attempt::failed(vec![Finding::new(kind, "x")], vec!["seen".into()]);
+        let failed = Attempt::failed(vec![Finding::text(kind, "x")], vec!["seen".into()]);
         let got = match not_yet_if_unsettled(failed, unsettled.map(str::to_string)) {
             Attempt::Fail { .. } => "fail",
             Attempt::NotReady { reason, evidence } => {

@@ -252,7 +252,7 @@ pub fn judge_log(seen: &LogSeen) -> (Vec<Finding>, String) {
             } else {
                 String::new()
             };
-            Finding::new(
+            Finding::text(
                 FindingKind::SecretInLog,
                 format!("container {} logged credential {credential}: {}{more}{note}", seen.container, named.join(", ")),
             )
@@ -271,7 +271,7 @@ pub fn urls_in_scenario(scenario: &Scenario, scanner: &Scanner) -> Vec<Finding> 
     for p in &scenario.providers {
         for (credential, form, part) in in_url(p.url.as_str(), scanner) {
             out.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::SecretInUrl,
                     format!(
                         "provider `{}`'s URL carries credential {credential} in its {part} ({form}): a key in the URL reaches every log and proxy on the way; hide it behind a header-authenticated proxy",
@@ -293,7 +293,7 @@ pub fn urls_in_environment(container: &str, env: &[(String, String)], scanner: &
         for url in urls_in_text(value) {
             for (credential, form, part) in in_url(url, scanner) {
                 out.push(
-                    Finding::new(
+                    Finding::text(
                         FindingKind::SecretInUrl,
                         format!("container {container}: a URL in its environment variable {var} carries credential {credential} in its {part} ({form})"),
                     )

@@ -146,7 +146,7 @@ impl Probe for SessionCheck {
             let client = ctx.scenario.clients.iter().find(|c| c.id == self.client).expect("validated consumer");
             let Some(credential) = client.credentials.get(&provider.id) else {
                 return Attempt::failed(
-                    vec![Finding::new(
+                    vec![Finding::text(
                         FindingKind::SessionFailed,
                         format!(
                             "client `{}` is admitted to `{}` but the scenario gives it no credential for it (clients.{}.credentials.{})",

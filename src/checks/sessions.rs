@@ -188,7 +188,7 @@ pub fn judge_runs(runs: &[SessionRun], read: Option<&ReadSpec>, mut evidence: Ve
                     SessionStep::Call(_) => FindingKind::ReadFailed,
                     _ => FindingKind::SessionFailed,
                 };
-                findings.push(Finding::new(kind, text).fact("replica", &run.replica));
+                findings.push(Finding::text(kind, text).fact("replica", &run.replica));
             }
             continue;
         }
@@ -197,7 +197,7 @@ pub fn judge_runs(runs: &[SessionRun], read: Option<&ReadSpec>, mut evidence: Ve
         {
             evidence.extend(e.into_iter().map(|l| format!("{}: {l}", run.replica)));
             findings.extend(f.into_iter().map(|mut f| {
-                f.message = format!("{}: {}", run.replica, f.message);
+                f.set_text(format!("{}: {}", run.replica, f.sentence()));
                 f.fact("replica", &run.replica)
             }));
         }
@@ -210,7 +210,7 @@ pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evi
     if result.is_error {
         return Attempt::failed(
             vec![
-                Finding::new(
+                Finding::text(
                     FindingKind::ReadFailed,
                     format!(
                         "read tool `{tool}` returned isError: true: {}",
@@ -224,7 +224,7 @@ pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evi
         );
     }
     let failed = |message: String| {
-        Attempt::failed(vec![Finding::new(FindingKind::ReadFailed, message).fact("tool", tool)], evidence.clone())
+        Attempt::failed(vec![Finding::text(FindingKind::ReadFailed, message).fact("tool", tool)], evidence.clone())
     };
     match expect {
         Expectation::TextContains(needle) => {

@@ -67,7 +67,7 @@ fn judge_runs_table(
         (Expect::Fail(kind, text), Attempt::Fail { findings, .. }) => {
             assert_eq!(findings.len(), 1, "{findings:?}");
             assert_eq!(findings[0].kind, kind);
-            assert!(findings[0].message.starts_with(text), "{}", findings[0].message);
+            assert!(findings[0].sentence().starts_with(text), "{}", findings[0].sentence());
             assert!(findings[0].facts.contains_key("replica"), "{:?}", findings[0].facts);
         }
         (_, other) => panic!("unexpected verdict {other:?}"),

@@ -70,7 +70,7 @@ impl Probe for InterfacesCheck {
                 let prefix = if targets.len() > 1 { format!("{}: ", target.name) } else { String::new() };
                 evidence.extend(e.into_iter().map(|l| format!("{prefix}{l}")));
                 findings.extend(f.into_iter().map(|mut f| {
-                    f.message = format!("{prefix}{}", f.message);
+                    f.set_text(format!("{prefix}{}", f.sentence()));
                     f.fact("container", &target.name)
                 }));
             }
@@ -126,7 +126,7 @@ pub fn judge_interfaces(
     if on_gwbridge.len() > 1 {
         let list: Vec<String> = on_gwbridge.iter().map(|(i, a)| format!("{i} {a}")).collect();
         problems.push(
-            Finding::new(
+            Finding::text(
                 FindingKind::AddressOutsideDeclared,
                 format!("{} interfaces on {GWBRIDGE} ({}): swarm gives a task one", on_gwbridge.len(), list.join(", ")),
             )
@@ -138,8 +138,8 @@ pub fn judge_interfaces(
     problems.extend(declared_without_interface(topology, &kernel, &declared_facts));
     problems.extend(views_disagree(target, &kernel, gwbridge));
     problems.extend(undeclared_attachments(topology, target, declared, allow_gwbridge));
-    problems.sort_by(|a, b| a.message.cmp(&b.message));
-    problems.dedup_by(|a, b| a.message == b.message);
+    problems.sort_by(|a, b| a.sentence().cmp(&b.sentence()));
+    problems.dedup_by(|a, b| a.sentence() == b.sentence());
     (problems, evidence)
 }
 
@@ -165,7 +165,7 @@ fn addresses_outside(
                 })
                 .unwrap_or_default();
             out.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::AddressOutsideDeclared,
                     format!("{ifname} {addr} lies in no declared network's subnet{on}"),
                 )
@@ -186,14 +186,14 @@ fn declared_without_interface(
     for (key, facts) in declared_facts {
         match facts {
             None => out.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::MissingDeclaredNetwork,
                     format!("declared network `{key}` does not exist in project {}", topology.project),
                 )
                 .fact("network", key),
             ),
             Some(f) if !kernel.iter().any(|(_, a)| f.contains(*a)) => out.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::MissingDeclaredNetwork,
                     format!("declared network `{key}` has no interface in the sidecar"),
                 )
@@ -212,7 +212,7 @@ fn views_disagree(target: &Target, kernel: &[(String, IpAddr)], gwbridge: Option
     let engine_addrs: BTreeSet<IpAddr> = target.addresses().into_iter().collect();
     for missing in engine_addrs.difference(&kernel_addrs) {
         out.push(
-            Finding::new(
+            Finding::text(
                 FindingKind::ViewsDisagree,
                 format!("the engine reports {missing} but the kernel has no such address"),
             )
@@ -223,7 +223,7 @@ fn views_disagree(target: &Target, kernel: &[(String, IpAddr)], gwbridge: Option
     for extra in kernel_addrs.difference(&engine_addrs) {
         if !gwbridge.is_some_and(|g| g.contains(*extra)) {
             out.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::ViewsDisagree,
                     format!("the kernel has {extra} but the engine reports no attachment with it"),
                 )
@@ -248,7 +248,7 @@ fn undeclared_attachments(
         let platform_plumbing = allow_gwbridge && att.network == GWBRIDGE;
         if !platform_plumbing && !declared.iter().any(|d| d == key) {
             out.push(
-                Finding::new(FindingKind::UndeclaredNetwork, format!("attached to undeclared network `{key}`"))
+                Finding::text(FindingKind::UndeclaredNetwork, format!("attached to undeclared network `{key}`"))
                     .fact("network", key),
             );
         }
@@ -312,7 +312,7 @@ impl Probe for HardeningCheck {
                         .push(format!("{}: effective uid unreadable from /proc/{}/status", target.name, target.pid)),
                 }
                 findings.extend(here.into_iter().map(|(rule, f)| {
-                    Finding::new(FindingKind::Hardening, format!("{}: {f}", target.name))
+                    Finding::text(FindingKind::Hardening, format!("{}: {f}", target.name))
                         .fact("container", &target.name)
                         .fact("rule", rule)
                 }));

@@ -204,7 +204,7 @@ fn in_swarm_a_door_counts_only_when_the_container_behind_it_answers() {
     else {
         panic!()
     };
-    assert!(findings[0].message.contains("virtual IP"), "{}", findings[0].message);
+    assert!(findings[0].sentence().contains("virtual IP"), "{}", findings[0].sentence());
 }
 
 #[test]
@@ -270,7 +270,7 @@ fn docker_gwbridge_is_allowed_once_in_swarm_and_ingress_never() {
         &kernel(&["eth0 10.9.5.2/24", "eth1 10.9.200.5/24", "eth2 10.9.200.6/24"]),
         true,
     );
-    assert!(f.iter().any(|x| x.message.contains("2 interfaces on docker_gwbridge")), "{f:?}");
+    assert!(f.iter().any(|x| x.sentence().contains("2 interfaces on docker_gwbridge")), "{f:?}");
     // A port published through the routing mesh puts the task on ingress.
     let mut meshed = sidecar.clone();
     meshed.attachments.push(Attachment {
@@ -287,7 +287,7 @@ fn docker_gwbridge_is_allowed_once_in_swarm_and_ingress_never() {
         &kernel(&["eth0 10.9.5.2/24", "eth1 10.9.200.5/24", "eth2 10.9.255.4/24"]),
         true,
     );
-    let text: Vec<&str> = f.iter().map(|x| x.message.as_str()).collect();
+    let text: Vec<String> = f.iter().map(|x| x.sentence()).collect();
     assert!(text.iter().any(|m| m.contains("routing mesh")), "{text:?}");
     assert!(text.iter().any(|m| m.contains("undeclared network `ingress`")), "{text:?}");
 }

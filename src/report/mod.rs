@@ -60,13 +60,7 @@ pub fn redacted(report: &RunReport, redactor: &Redactor) -> RunReport {
         scrub(&mut r.id.subject);
         r.id.aspect.iter_mut().chain(r.id.client.iter_mut()).chain(r.id.provider.iter_mut()).for_each(scrub);
         r.evidence.iter_mut().chain(r.transient.iter_mut()).for_each(scrub);
-        for finding in &mut r.findings {
-            scrub(&mut finding.message);
-            finding.facts = std::mem::take(&mut finding.facts)
-                .into_iter()
-                .map(|(k, v)| (clean(&k, redactor), clean(&v, redactor)))
-                .collect();
-        }
+        r.findings = std::mem::take(&mut r.findings).into_iter().map(|f| f.scrubbed(|s| clean(s, redactor))).collect();
     }
     copy
 }

@@ -67,7 +67,7 @@ impl Desired {
 }
 
 fn drift(message: String) -> Finding {
-    Finding::new(FindingKind::RegistryDrift, message)
+    Finding::text(FindingKind::RegistryDrift, message)
 }
 
 /// `flowise::registry`: the registry holds exactly the declared entries, each holding its
@@ -113,7 +113,7 @@ pub fn judge_registry(view: &RegistryView, desired: &Desired) -> Vec<Finding> {
     for e in &view.entries {
         for leak in &e.leaks {
             findings.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::SecretInPlain,
                     format!(
                         "entry `{}` shows the value of credential `{}` in its plain field `{}` (only the encrypted custom headers may hold it)",
@@ -128,7 +128,7 @@ pub fn judge_registry(view: &RegistryView, desired: &Desired) -> Vec<Finding> {
     for f in &view.flows {
         for leak in &f.leaks {
             findings.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::SecretInPlain,
                     format!(
                         "{} `{}` holds the value of credential `{}` in `{}`",
@@ -182,7 +182,7 @@ fn judge_entry(e: &EntrySeen, want: &WantedEntry) -> Vec<Finding> {
     allowed.sort();
     if served != allowed {
         findings.push(fact(
-            Finding::new(
+            Finding::text(
                 FindingKind::ToolsMismatch,
                 format!(
                     "entry `{}` discovered tools [{}], the allowlist is [{}]",
@@ -197,7 +197,7 @@ fn judge_entry(e: &EntrySeen, want: &WantedEntry) -> Vec<Finding> {
     if let (Some(pin), Some(hash)) = (&want.schema_sha256, &e.schema_sha256)
         && pin != hash
     {
-        findings.push(fact(Finding::new(
+        findings.push(fact(Finding::text(
             FindingKind::SchemaPinMismatch,
             format!("entry `{}` discovered tools whose schema hash is {hash}, the pin is {pin}", e.name),
         )));
@@ -209,7 +209,7 @@ fn judge_entry(e: &EntrySeen, want: &WantedEntry) -> Vec<Finding> {
 /// read tool (its own record, `usedTools`), the result meets the read's expectation, and
 /// the model got it back.
 pub fn judge_run(provider: &str, entry: &str, seen: &RunSeen, read: &ReadSpec, nonce: Option<&str>) -> Vec<Finding> {
-    let fail = |msg: String| vec![Finding::new(FindingKind::ToolCallFailed, msg).fact("provider", provider)];
+    let fail = |msg: String| vec![Finding::text(FindingKind::ToolCallFailed, msg).fact("provider", provider)];
     let tool = &read.tool;
     if seen.status.is_none() {
         let why = seen.error.clone().unwrap_or_else(|| "no answer".into());
@@ -289,7 +289,7 @@ pub fn judge_access(view: &AccessView, desired: &Desired) -> Vec<Finding> {
     let mut findings = Vec::new();
     for g in view.guard.iter().filter(|g| !g.denied()) {
         findings.push(
-            Finding::new(
+            Finding::text(
                 FindingKind::SsrfGuardOff,
                 format!(
                     "HTTP_SECURITY_CHECK is off: Flowise let an MCP server be registered at {} (answered {}: {})",
@@ -305,7 +305,7 @@ pub fn judge_access(view: &AccessView, desired: &Desired) -> Vec<Finding> {
         && !a.listed.is_empty()
     {
         findings.push(
-            Finding::new(
+            Finding::text(
                 FindingKind::AccessDrift,
                 format!(
                     "a flow author's API key ({}) lists the managed MCP servers [{}]",
@@ -335,7 +335,7 @@ pub fn judge_access(view: &AccessView, desired: &Desired) -> Vec<Finding> {
         };
         if let Some(through) = through {
             findings.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::AccessDrift,
                     format!(
                         "API key `{}` is not an admin key but sees the managed MCP servers: {through} (the workspace must be admin-only)",

@@ -110,7 +110,7 @@ fn a_correct_registry_passes_and_human_made_entries_are_left_alone() {
 fn the_managed_entry_is_there_exactly_once(#[case] entries: Vec<EntrySeen>, #[case] reason: &str) {
     let findings = judge_registry(&view(entries), &desired());
     assert_eq!(findings.len(), 1, "{findings:?}");
-    assert!(findings[0].message.contains(reason), "{}", findings[0].message);
+    assert!(findings[0].sentence().contains(reason), "{}", findings[0].sentence());
 }
 
 #[rstest]
@@ -126,7 +126,7 @@ fn each_entry_rule_fails_alone(#[case] breaks: fn(&mut EntrySeen), #[case] reaso
     breaks(&mut e);
     let findings = judge_registry(&view(vec![e]), &desired());
     assert_eq!(findings.len(), 1, "{findings:?}");
-    assert!(findings[0].message.contains(reason), "{}", findings[0].message);
+    assert!(findings[0].sentence().contains(reason), "{}", findings[0].sentence());
 }
 
 #[test]
@@ -141,7 +141,7 @@ fn an_entry_for_a_forbidden_or_unknown_provider_fails() {
         extra.name = name.into();
         let findings = judge_registry(&view(vec![good_entry(), extra]), &desired());
         assert_eq!(kinds(&findings), [FindingKind::RegistryDrift], "{name}");
-        assert!(findings[0].message.contains(reason), "{name}: {}", findings[0].message);
+        assert!(findings[0].sentence().contains(reason), "{name}: {}", findings[0].sentence());
     }
 }
 
@@ -160,9 +160,9 @@ fn a_credential_in_a_plain_field_or_in_flow_data_fails_naming_it_never_showing_i
     };
     let findings = judge_registry(&RegistryView { entries: vec![e], flows: vec![flow] }, &desired());
     assert_eq!(kinds(&findings), [FindingKind::SecretInPlain, FindingKind::SecretInPlain]);
-    assert!(findings[0].message.contains("plain field `authConfig.token`"));
-    assert!(findings[1].message.contains("chatflow `infinito:native` holds the value of credential `native-token`"));
-    assert!(findings.iter().all(|f| !f.message.contains("a-credential-value")));
+    assert!(findings[0].sentence().contains("plain field `authConfig.token`"));
+    assert!(findings[1].sentence().contains("chatflow `infinito:native` holds the value of credential `native-token`"));
+    assert!(findings.iter().all(|f| !f.sentence().contains("a-credential-value")));
 }
 
 #[test]
@@ -229,7 +229,7 @@ fn a_run_passes_only_on_flowise_s_own_record_of_the_call(
         None => assert!(findings.is_empty(), "{findings:?}"),
         Some(reason) => {
             assert_eq!(kinds(&findings), [FindingKind::ToolCallFailed]);
-            assert!(findings[0].message.contains(reason), "{}", findings[0].message);
+            assert!(findings[0].sentence().contains(reason), "{}", findings[0].sentence());
         }
     }
 }
@@ -241,11 +241,11 @@ fn with_a_nonce_only_this_call_s_result_passes() {
     run.reply = Some("hi cordon-nonce-1".into());
     assert!(judge_run("native", "infinito:native", &run, &read(), Some("cordon-nonce-1")).is_empty());
     let stale = judge_run("native", "infinito:native", &run, &read(), Some("cordon-nonce-2"));
-    assert!(stale[0].message.contains("with this call's nonce cordon-nonce-2"), "{stale:?}");
+    assert!(stale[0].sentence().contains("with this call's nonce cordon-nonce-2"), "{stale:?}");
     let mut fabricated = run.clone();
     fabricated.reply = Some("hi".into());
     let findings = judge_run("native", "infinito:native", &fabricated, &read(), Some("cordon-nonce-1"));
-    assert!(findings[0].message.contains("the model never got the result of `echo` back"), "{findings:?}");
+    assert!(findings[0].sentence().contains("the model never got the result of `echo` back"), "{findings:?}");
 }
 
 fn guarded(status: u16, detail: &str) -> Vec<GuardSeen> {
@@ -287,7 +287,7 @@ fn the_guard_off_fails_naming_each_address() {
     let findings = judge_access(&v, &desired());
     assert_eq!(findings.len(), 3);
     assert!(findings.iter().all(|f| f.kind == FindingKind::SsrfGuardOff));
-    assert!(findings[1].message.contains("http://169.254.169.254/mcp"));
+    assert!(findings[1].sentence().contains("http://169.254.169.254/mcp"));
 }
 
 #[rstest]
@@ -305,7 +305,7 @@ fn a_non_admin_key_that_sees_the_servers_fails(
         None => assert!(findings.is_empty(), "{findings:?}"),
         Some(reason) => {
             assert_eq!(kinds(&findings), [FindingKind::AccessDrift]);
-            assert!(findings[0].message.contains(reason), "{}", findings[0].message);
+            assert!(findings[0].sentence().contains(reason), "{}", findings[0].sentence());
         }
     }
 }
@@ -319,5 +319,5 @@ fn an_author_key_that_lists_the_servers_fails() {
     }
     let findings = judge_access(&v, &desired());
     assert_eq!(kinds(&findings), [FindingKind::AccessDrift]);
-    assert!(findings[0].message.contains("lists the managed MCP servers [infinito:native]"));
+    assert!(findings[0].sentence().contains("lists the managed MCP servers [infinito:native]"));
 }

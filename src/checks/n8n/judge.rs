@@ -6,7 +6,7 @@ use crate::model::{Finding, FindingKind};
 use crate::n8n::observe::{ClientNodeSeen, ExposureSeen, RunSeen, TriggerSeen, WorkflowSeen};
 
 fn drift(provider: &str, message: String) -> Finding {
-    Finding::new(FindingKind::WorkflowDrift, message).fact("provider", provider)
+    Finding::text(FindingKind::WorkflowDrift, message).fact("provider", provider)
 }
 
 fn normalize(url: &str) -> &str {
@@ -93,7 +93,7 @@ pub fn judge_client_config(workflows: &[WorkflowSeen], want: &WantedClient) -> V
         }
         for leak in &w.leaks {
             findings.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::SecretInPlain,
                     format!(
                         "workflow `{}` holds the value of credential `{}` in {} (only n8n's credential store may hold it)",
@@ -159,7 +159,7 @@ pub fn judge_client_config(workflows: &[WorkflowSeen], want: &WantedClient) -> V
 /// Tool node ran the read tool and got a result that meets the read's expectation, and
 /// the agent got it back.
 pub fn judge_client_run(want: &WantedClient, read: &ReadSpec, seen: &RunSeen, nonce: Option<&str>) -> Vec<Finding> {
-    let fail = |m: String| vec![Finding::new(FindingKind::ToolCallFailed, m).fact("provider", &want.provider)];
+    let fail = |m: String| vec![Finding::text(FindingKind::ToolCallFailed, m).fact("provider", &want.provider)];
     let tool = &read.tool;
     if seen.status.is_none() && seen.calls.is_empty() {
         let why = seen.error.clone().unwrap_or_else(|| "no answer".into());
@@ -262,7 +262,7 @@ pub fn judge_server(
                 allowed.sort();
                 if served != allowed {
                     findings.push(
-                        Finding::new(
+                        Finding::text(
                             FindingKind::ToolsMismatch,
                             format!(
                                 "{at} exposes [{}] (tool nodes [{}]), the allowlist is [{}]",
@@ -276,7 +276,7 @@ pub fn judge_server(
                 }
             }
             Some(ExposureSeen { error: Some(e), url, .. }) => findings.push(
-                Finding::new(
+                Finding::text(
                     FindingKind::SessionFailed,
                     format!("{url} did not list its tools to the provider's bearer: {e}"),
                 )

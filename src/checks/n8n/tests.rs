@@ -100,23 +100,23 @@ fn each_node_rule_fails_alone(#[case] breaks: fn(&mut ClientNodeSeen), #[case] r
     let findings = judge_client_config(&[w], &want());
     assert_eq!(findings.len(), 1, "{findings:?}");
     assert_eq!(findings[0].kind, FindingKind::WorkflowDrift);
-    assert!(findings[0].message.contains(reason), "{}", findings[0].message);
+    assert!(findings[0].sentence().contains(reason), "{}", findings[0].sentence());
 }
 
 #[test]
 fn the_workflow_must_exist_once_be_active_point_at_the_provider_and_hold_no_secret() {
     let missing = judge_client_config(&[], &want());
-    assert!(missing[0].message.contains("no managed workflow `infinito:legacy`"));
+    assert!(missing[0].sentence().contains("no managed workflow `infinito:legacy`"));
     let twice = judge_client_config(&[workflow(), workflow()], &want());
-    assert!(twice[0].message.contains("2 workflows are named `infinito:legacy`"));
+    assert!(twice[0].sentence().contains("2 workflows are named `infinito:legacy`"));
     let mut inactive = workflow();
     inactive.active = false;
-    assert!(judge_client_config(&[inactive], &want())[0].message.contains("is inactive"));
+    assert!(judge_client_config(&[inactive], &want())[0].sentence().contains("is inactive"));
     let mut elsewhere = workflow();
     elsewhere.clients[0].endpoint = "http://notes:8000/sse".into();
     let findings = judge_client_config(&[elsewhere], &want());
-    assert!(findings.iter().any(|f| f.message.contains("has no MCP Client Tool node for http://legacy:8000/sse")));
-    assert!(findings.iter().any(|f| f.message.contains("points at http://notes:8000/sse")));
+    assert!(findings.iter().any(|f| f.sentence().contains("has no MCP Client Tool node for http://legacy:8000/sse")));
+    assert!(findings.iter().any(|f| f.sentence().contains("points at http://notes:8000/sse")));
     let mut leaky = workflow();
     leaky.leaks =
         vec![Leak { field: "nodes[3] `MCP Client`.parameters.headers".into(), credential: "legacy-token".into() }];
@@ -132,7 +132,7 @@ fn a_node_of_another_managed_workflow_pointing_at_the_provider_is_judged_too() {
     other.clients[0].include = "all".into();
     let findings = judge_client_config(&[workflow(), other], &want());
     assert_eq!(findings.len(), 1, "{findings:?}");
-    assert!(findings[0].message.contains("in workflow `infinito:reports` has `include: all`"));
+    assert!(findings[0].sentence().contains("in workflow `infinito:reports` has `include: all`"));
 }
 
 fn read() -> ReadSpec {
@@ -178,7 +178,7 @@ fn a_run_passes_only_on_n8n_s_own_record_of_the_call(#[case] breaks: fn(&mut Run
         None => assert!(findings.is_empty(), "{findings:?}"),
         Some(reason) => {
             assert_eq!(findings.len(), 1, "{findings:?}");
-            assert!(findings[0].message.contains(reason), "{}", findings[0].message);
+            assert!(findings[0].sentence().contains(reason), "{}", findings[0].sentence());
         }
     }
 }
@@ -229,7 +229,7 @@ fn each_server_rule_fails_alone(
         None => assert!(findings.is_empty(), "{findings:?}"),
         Some(reason) => {
             assert_eq!(findings.len(), 1, "{findings:?}");
-            assert!(findings[0].message.contains(reason), "{}", findings[0].message);
+            assert!(findings[0].sentence().contains(reason), "{}", findings[0].sentence());
         }
     }
 }
@@ -240,7 +240,7 @@ fn a_disabled_server_must_be_inactive_and_two_triggers_on_one_path_fail() {
     p.disabled = true;
     let (w, t) = trigger();
     let findings = judge_server(&p, "cordon-tools", &[(&w, &t)], None);
-    assert!(findings[0].message.contains("is active although the provider is disabled"), "{findings:?}");
+    assert!(findings[0].sentence().contains("is active although the provider is disabled"), "{findings:?}");
     let findings = judge_server(&provider("n8n-tools"), "cordon-tools", &[(&w, &t), (&w, &t)], None);
-    assert!(findings[0].message.contains("2 MCP Server Triggers serve path `cordon-tools`"));
+    assert!(findings[0].sentence().contains("2 MCP Server Triggers serve path `cordon-tools`"));
 }

@@ -256,7 +256,7 @@ impl Probe for Access {
             evidence.extend(seen.phases.iter().map(|p| format!("{}{}", p.when, p.view.evidence())));
             evidence.extend(warnings(seen.left.clone()));
             if let Some(problem) = &seen.problem {
-                let finding = Finding::new(FindingKind::CannotBeJudged, problem.clone()).fact("phase", "setup");
+                let finding = Finding::text(FindingKind::CannotBeJudged, problem.clone()).fact("phase", "setup");
                 return Attempt::failed(vec![finding], evidence);
             }
             Attempt::from_findings(judge_phases(&seen.phases), evidence)

@@ -59,8 +59,8 @@ fn every_connection_drift_is_named() {
         let findings = judge_connections(&view(vec![conn("files"), native]), &desired());
         assert_eq!(findings.len(), 1, "{label}: {}", messages(&findings));
         assert_eq!(findings[0].kind, FindingKind::ConnectionDrift, "{label}");
-        assert!(findings[0].message.contains(expected), "{label}: {}", findings[0].message);
-        assert!(findings[0].message.starts_with("connection `native`:"), "{label}");
+        assert!(findings[0].sentence().contains(expected), "{label}: {}", findings[0].sentence());
+        assert!(findings[0].sentence().starts_with("connection `native`:"), "{label}");
     }
 }
 
@@ -75,16 +75,16 @@ fn missing_duplicate_stale_and_unmanaged_connections() {
     let stale = judge_connections(&view(vec![conn("files"), conn("native"), conn("wiki")]), &desired());
     assert_eq!(stale.len(), 1);
     assert!(
-        stale[0].message.contains("a connection `wiki` exists for provider `wiki`, which is disabled"),
+        stale[0].sentence().contains("a connection `wiki` exists for provider `wiki`, which is disabled"),
         "{}",
-        stale[0].message
+        stale[0].sentence()
     );
 
     let mut sneaky = conn("native");
     sneaky.id = Some("native-copy".into());
     let unmanaged = judge_connections(&view(vec![conn("files"), conn("native"), sneaky]), &desired());
     assert_eq!(unmanaged[0].kind, FindingKind::UnmanagedConnection);
-    assert!(unmanaged[0].message.contains("`native-copy` reaches provider `native`"));
+    assert!(unmanaged[0].sentence().contains("`native-copy` reaches provider `native`"));
 
     // Elsewhere, with no credential of the scenario: listed in the evidence, not a failure.
     let mut other = conn("native");
@@ -113,12 +113,12 @@ fn missing_duplicate_stale_and_unmanaged_connections() {
         let found = judge_connections(&v, &desired());
         assert_eq!(found.len(), 1, "{url}: {found:?}");
         assert!(
-            found[0].message.contains("`helper` reaches provider `native`")
+            found[0].sentence().contains("`helper` reaches provider `native`")
                 && found[0]
-                    .message
+                    .sentence()
                     .contains("resolves from Open WebUI to 10.0.1.5:8000 (`stack_native_1` on `net-native`)"),
             "{}",
-            found[0].message
+            found[0].sentence()
         );
         // An address no provider's container owns leads nowhere of the scenario's.
         v.destinations = BTreeMap::from([(2, vec![to(None)])]);
@@ -219,9 +219,9 @@ fn the_headers_open_webui_sends_are_judged_not_only_the_key() {
         let f = &findings[0];
         assert_eq!(f.kind, FindingKind::ConnectionDrift, "{label}");
         assert!(
-            f.message.starts_with("connection `native`: ") && f.message.contains(expected),
+            f.sentence().starts_with("connection `native`: ") && f.sentence().contains(expected),
             "{label}: {}",
-            f.message
+            f.sentence()
         );
         assert_eq!(f.facts.get("header").map(String::as_str), Some(name), "{label}");
         assert_eq!(f.facts.get("connection").map(String::as_str), Some("native"), "{label}");
@@ -313,11 +313,11 @@ fn an_unmanaged_connection_that_sends_a_credential_elsewhere_fails() {
     assert_eq!(findings.len(), 1, "{}", messages(&findings));
     assert_eq!(findings[0].kind, FindingKind::UnmanagedConnection);
     assert!(
-        findings[0].message.contains(
+        findings[0].sentence().contains(
             "unmanaged connection `search` sends the key of credential `native-token` (the pair webui->native) to http://search.example:9000/mcp, which is no provider of the scenario"
         ),
         "{}",
-        findings[0].message
+        findings[0].sentence()
     );
     assert_eq!(findings[0].facts.get("credential").map(String::as_str), Some("native-token"));
     leak.key = KeySeen::None;
@@ -348,11 +348,11 @@ fn an_unmanaged_connection_by_address_names_the_host_and_address() {
     let f = judge_connections(&v, &desired());
     assert_eq!(f.len(), 1, "{}", messages(&f));
     assert!(
-        f[0].message.contains(
+        f[0].sentence().contains(
             "unmanaged connection `helper` reaches provider `native` at http://10.0.1.50:8000/mcp, which resolves from Open WebUI to 10.0.1.50:8000 (`stack_native_1` on `net-native`)"
         ),
         "{}",
-        f[0].message
+        f[0].sentence()
     );
     assert_eq!(f[0].facts.get("host").map(String::as_str), Some("10.0.1.50"));
     assert_eq!(f[0].facts.get("addr").map(String::as_str), Some("10.0.1.50:8000"));

@@ -18,7 +18,7 @@ use crate::openwebui::observe::{AdminView, AuthorizationFrom, ConnectionSeen, De
 /// `openwebui::connections`: the admin view equals the declared state.
 pub fn judge_connections(view: &AdminView, desired: &Desired) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let drift = |msg: String| Finding::new(FindingKind::ConnectionDrift, msg);
+    let drift = |msg: String| Finding::text(FindingKind::ConnectionDrift, msg);
     for want in &desired.connections {
         let held: Vec<&ConnectionSeen> =
             view.connections.iter().filter(|c| c.id.as_deref() == Some(want.provider.as_str())).collect();
@@ -85,7 +85,7 @@ fn judge_unmanaged(c: &ConnectionSeen, destinations: &[Destination], desired: &D
             message.push_str(&format!(", sending {}", sending(&carried)));
         }
         let mut f =
-            Finding::new(FindingKind::UnmanagedConnection, message).fact("provider", &provider).fact("connection", id);
+            Finding::text(FindingKind::UnmanagedConnection, message).fact("provider", &provider).fact("connection", id);
         if let Some(d) = destination {
             f = f.fact("host", host_of(&url)).fact("addr", d.addr);
         }
@@ -98,7 +98,7 @@ fn judge_unmanaged(c: &ConnectionSeen, destinations: &[Destination], desired: &D
         .iter()
         .map(|(_, credential)| desired.credential_owners.get(credential).cloned().unwrap_or_else(|| "someone".into()))
         .collect();
-    let mut f = Finding::new(
+    let mut f = Finding::text(
         FindingKind::UnmanagedConnection,
         format!(
             "unmanaged connection `{id}` sends {} ({}) to {url}, which is no provider of the scenario",
@@ -163,7 +163,7 @@ fn host_of(url: &str) -> String {
 fn judge_one(c: &ConnectionSeen, want: &WantedConnection, view: &AdminView, desired: &Desired) -> Vec<Finding> {
     let p = &want.provider;
     let drift = |m: String| {
-        Finding::new(FindingKind::ConnectionDrift, format!("connection `{p}`: {m}"))
+        Finding::text(FindingKind::ConnectionDrift, format!("connection `{p}`: {m}"))
             .fact("provider", p)
             .fact("connection", p)
     };

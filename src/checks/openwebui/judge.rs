@@ -96,7 +96,7 @@ pub fn judge_reach(provider: &str, seen: &SpecsSeen, allowlist: &[String]) -> Ve
             let extra: Vec<&str> = served.difference(&wanted).copied().collect();
             let missing: Vec<&str> = wanted.difference(&served).copied().collect();
             vec![
-                Finding::new(
+                Finding::text(
                     FindingKind::ToolsMismatch,
                     format!(
                         "Open WebUI's MCP client sees tools of `{provider}` other than the allowlist: extra [{}], missing [{}]",
@@ -108,14 +108,14 @@ pub fn judge_reach(provider: &str, seen: &SpecsSeen, allowlist: &[String]) -> Ve
             ]
         }
         (404, _) => vec![
-            Finding::new(
+            Finding::text(
                 FindingKind::SessionFailed,
                 format!("Open WebUI has no connection `{provider}` it can use (specs answered 404: {})", seen.detail),
             )
             .fact("provider", provider),
         ],
         (status, _) => vec![
-            Finding::new(
+            Finding::text(
                 FindingKind::SessionFailed,
                 format!(
                     "Open WebUI's MCP client could not reach `{provider}`: specs answered {status}: {}",
@@ -142,7 +142,7 @@ pub fn judge_view(view: &UserView, expected: &BTreeSet<String>, when: &str) -> V
                 (true, _) => "listed, but /specs 404".to_string(),
             };
             findings.push(
-                Finding::new(FindingKind::AccessDrift, format!("{when}{}: `{id}` is not usable ({how})", view.user))
+                Finding::text(FindingKind::AccessDrift, format!("{when}{}: `{id}` is not usable ({how})", view.user))
                     .fact("server", id)
                     .fact("access", "missing"),
             );
@@ -156,7 +156,7 @@ pub fn judge_view(view: &UserView, expected: &BTreeSet<String>, when: &str) -> V
             (false, None) => "seen".to_string(),
         };
         findings.push(
-            Finding::new(
+            Finding::text(
                 FindingKind::AccessDrift,
                 format!("{when}{}: `{id}` is usable ({how}) though no group of the user grants it", view.user),
             )

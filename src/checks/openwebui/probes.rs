@@ -365,7 +365,7 @@ pub fn judge_phases(phases: &[Phase]) -> Vec<Finding> {
             let visible = p.view.visible();
             for id in p.expected.difference(&visible) {
                 findings.push(
-                    Finding::new(FindingKind::AccessDrift, format!("{}{}: `{id}` is not usable", p.when, p.view.user))
+                    Finding::text(FindingKind::AccessDrift, format!("{}{}: `{id}` is not usable", p.when, p.view.user))
                         .fact("server", id)
                         .fact("access", "missing"),
                 );

@@ -51,10 +51,10 @@ pub struct RestartSeen {
 /// Pure: the drift must have taken, and everything after the restart must equal the
 /// declared state and the state before the drift.
 pub fn judge_restart(seen: &RestartSeen, desired: &Desired) -> Vec<Finding> {
-    let drift = |m: String| Finding::new(FindingKind::RestartDrift, m);
+    let drift = |m: String| Finding::text(FindingKind::RestartDrift, m);
     if judge_connections(&seen.drifted, desired).is_empty() {
         return vec![
-            Finding::new(
+            Finding::text(
                 FindingKind::CannotBeJudged,
                 "the drift made through the admin API did not show in the admin view: the restart would prove nothing",
             )
@@ -64,7 +64,7 @@ pub fn judge_restart(seen: &RestartSeen, desired: &Desired) -> Vec<Finding> {
     // The same judgement as `openwebui::connections`, on what Open WebUI holds now.
     let mut findings: Vec<Finding> = judge_connections(&seen.after, desired)
         .into_iter()
-        .map(|f| Finding { facts: f.facts, ..drift(format!("after the restart: {}", f.message)) })
+        .map(|f| f.reclassified(FindingKind::RestartDrift).prefixed("after the restart: "))
         .collect();
     let (before, after) = (described(&seen.before), described(&seen.after));
     for c in after.difference(&before) {
@@ -80,7 +80,7 @@ pub fn judge_restart(seen: &RestartSeen, desired: &Desired) -> Vec<Finding> {
         findings.extend(
             judge_view(after, expected, "after the restart: ")
                 .into_iter()
-                .map(|f| Finding { facts: f.facts, ..drift(f.message) }.fact("user", &after.user)),
+                .map(|f| f.reclassified(FindingKind::RestartDrift).fact("user", &after.user)),
         );
         if after.visible() != before.visible() {
             let show = |v: &UserView| v.visible().into_iter().collect::<Vec<_>>().join(", ");

@@ -73,7 +73,7 @@ pub(super) fn good() -> AdminView {
 }
 
 pub(super) fn messages(findings: &[crate::model::Finding]) -> String {
-    findings.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join("\n")
+    findings.iter().map(|f| f.sentence()).collect::<Vec<_>>().join("\n")
 }
 
 #[test]
@@ -87,14 +87,14 @@ fn reach_wants_exactly_the_allowlist() {
     assert!(judge_reach("native", &specs(200, Some(&["echo", "add"]), ""), &allow).is_empty());
     let extra = judge_reach("native", &specs(200, Some(&["add", "echo", "delete"]), ""), &allow);
     assert_eq!(extra[0].kind, FindingKind::ToolsMismatch);
-    assert!(extra[0].message.contains("extra [delete], missing []"));
+    assert!(extra[0].sentence().contains("extra [delete], missing []"));
     let subset = judge_reach("native", &specs(200, Some(&["add"]), ""), &allow);
-    assert!(subset[0].message.contains("missing [echo]"));
+    assert!(subset[0].sentence().contains("missing [echo]"));
     let gone = judge_reach("native", &specs(404, None, "Tool not found"), &allow);
-    assert!(gone[0].message.contains("has no connection `native` it can use (specs answered 404: Tool not found)"));
+    assert!(gone[0].sentence().contains("has no connection `native` it can use (specs answered 404: Tool not found)"));
     let refused = judge_reach("native", &specs(502, None, "Unable to load tools"), &allow);
     assert_eq!(refused[0].kind, FindingKind::SessionFailed);
-    assert!(refused[0].message.contains("specs answered 502: Unable to load tools"));
+    assert!(refused[0].sentence().contains("specs answered 502: Unable to load tools"));
 }
 
 fn user(listed: &[&str], specs: &[(&str, u16)]) -> UserView {
@@ -115,17 +115,17 @@ fn a_user_sees_exactly_what_its_groups_grant() {
     // A 502 is still access: Open WebUI let the user try.
     assert!(judge_view(&user(&["native"], &[("native", 502), ("files", 404)]), &set(&["native"]), "").is_empty());
     let hidden = judge_view(&user(&[], &[("native", 404), ("files", 404)]), &set(&["native"]), "");
-    assert!(hidden[0].message.contains("`native` is not usable (not listed, /specs 404)"));
+    assert!(hidden[0].sentence().contains("`native` is not usable (not listed, /specs 404)"));
     let leaked =
         judge_view(&user(&["native", "files"], &[("native", 200), ("files", 200)]), &set(&["native"]), "after: ");
     assert_eq!(leaked.len(), 1);
     assert!(
-        leaked[0].message.starts_with("after: user u: `files` is usable (listed, /specs 200)"),
+        leaked[0].sentence().starts_with("after: user u: `files` is usable (listed, /specs 200)"),
         "{}",
-        leaked[0].message
+        leaked[0].sentence()
     );
     let specs_only = judge_view(&user(&[], &[("files", 200)]), &set(&[]), "");
-    assert!(specs_only[0].message.contains("`files` is usable (/specs 200)"));
+    assert!(specs_only[0].sentence().contains("`files` is usable (/specs 200)"));
 }
 
 #[test]
@@ -136,7 +136,7 @@ fn before_a_removal_only_the_removed_groups_server_matters() {
         Phase { when: "after: ".into(), view: user(&["files"], &[("files", 200)]), expected: set(&[]), exact: true };
     let findings = judge_phases(&[before.clone(), after]);
     assert_eq!(findings.len(), 1, "{}", messages(&findings));
-    assert!(findings[0].message.starts_with("after: user u: `files` is usable"));
+    assert!(findings[0].sentence().starts_with("after: user u: `files` is usable"));
     let missing = Phase { view: user(&[], &[]), ..before };
     assert!(messages(&judge_phases(&[missing])).contains("`files` is not usable"));
 }
@@ -263,8 +263,8 @@ fn a_tool_call_passes_only_on_open_webuis_record_of_the_call_and_its_result() {
         let f = judge_tool_call("native", &seen, &asked(nonce, text.clone()));
         assert_eq!(f.len(), 1, "{label}");
         assert_eq!(f[0].kind, FindingKind::ToolCallFailed, "{label}");
-        assert_eq!(f[0].facts.get("step").map(String::as_str), Some(step), "{label}: {}", f[0].message);
-        assert!(f[0].message.contains(expected), "{label}: {}", f[0].message);
+        assert_eq!(f[0].facts.get("step").map(String::as_str), Some(step), "{label}: {}", f[0].sentence());
+        assert!(f[0].sentence().contains(expected), "{label}: {}", f[0].sentence());
     }
     // Without a nonce the reply must meet the expectation itself.
     let vague = called("{}", Some(status), "done!");
@@ -272,7 +272,7 @@ fn a_tool_call_passes_only_on_open_webuis_record_of_the_call_and_its_result() {
     vague_files.calls[0].name = "files_status".into();
     vague_files.offered = Some(specs(200, &["status"]));
     let f = judge_tool_call("files", &vague_files, &files_asked);
-    assert!(f[0].message.contains("the model never got the result of `files_status` back"), "{}", f[0].message);
+    assert!(f[0].sentence().contains("the model never got the result of `files_status` back"), "{}", f[0].sentence());
 }
 
 #[test]
@@ -342,9 +342,9 @@ fn a_restart_must_bring_back_the_declared_state() {
     assert_eq!(findings.len(), 1, "{}", messages(&findings));
     assert_eq!(findings[0].kind, FindingKind::RestartDrift);
     assert!(
-        findings[0].message.starts_with("after the restart: unmanaged connection `helper` reaches provider `native` at http://10.0.1.50:8000/mcp, which resolves from Open WebUI to 10.0.1.50:8000"),
+        findings[0].sentence().starts_with("after the restart: unmanaged connection `helper` reaches provider `native` at http://10.0.1.50:8000/mcp, which resolves from Open WebUI to 10.0.1.50:8000"),
         "{}",
-        findings[0].message
+        findings[0].sentence()
     );
     assert_eq!(findings[0].facts.get("addr").map(String::as_str), Some("10.0.1.50:8000"));
     let mut replaced = conn("native");

@@ -163,7 +163,7 @@ fn evidence(seen: &ChatSeen, model: &str, nonce: Option<&str>) -> Vec<String> {
 pub fn judge_tool_call(provider: &str, seen: &ChatSeen, asked: &Asked) -> Vec<Finding> {
     let f = &asked.function;
     let fail = |step: &str, msg: String| {
-        vec![Finding::new(FindingKind::ToolCallFailed, msg).fact("provider", provider).fact("step", step)]
+        vec![Finding::text(FindingKind::ToolCallFailed, msg).fact("provider", provider).fact("step", step)]
     };
     if let Some(offered) = &seen.offered {
         let tools = offered.tools.as_deref().unwrap_or_default();

@@ -201,9 +201,9 @@ fn a_borrowed_session_that_lists_tools_is_its_session_class(
     assert_eq!(kinds(&attempt), vec![kind]);
     let Attempt::Fail { findings, .. } = attempt else { unreachable!() };
     assert!(
-        findings[0].message.contains(says) && findings[0].message.contains("disclosing tool name(s) add"),
+        findings[0].sentence().contains(says) && findings[0].sentence().contains("disclosing tool name(s) add"),
         "{}",
-        findings[0].message
+        findings[0].sentence()
     );
 }
 
@@ -251,8 +251,8 @@ fn when_the_valid_bearer_gets_no_session_the_refusals_cannot_be_judged() {
     let attempt = judge(&[o], &rule());
     assert_eq!(kinds(&attempt), vec![FindingKind::CannotBeJudged]);
     let Attempt::Fail { findings, .. } = attempt else { unreachable!() };
-    assert!(findings[0].message.contains("the valid bearer gets the same answer"), "{}", findings[0].message);
-    assert!(findings[0].message.contains("is `transport` right?"));
+    assert!(findings[0].sentence().contains("the valid bearer gets the same answer"), "{}", findings[0].sentence());
+    assert!(findings[0].sentence().contains("is `transport` right?"));
 }
 
 #[test]
@@ -277,7 +277,7 @@ fn one_open_replica_of_two_fails_and_is_named() {
     open.replica = "native_2 at 10.0.1.6 on net-native".into();
     let attempt = judge(&[healthy(), open], &rule());
     let Attempt::Fail { findings, .. } = attempt else { panic!("{attempt:?}") };
-    assert!(findings[0].message.starts_with("native_2 at 10.0.1.6"), "{}", findings[0].message);
+    assert!(findings[0].sentence().starts_with("native_2 at 10.0.1.6"), "{}", findings[0].sentence());
     assert_eq!(findings[0].facts["replica"], "native_2 at 10.0.1.6 on net-native");
 }
 

@@ -51,7 +51,7 @@ fn a_log_finding_names_container_stream_and_line_never_the_value() {
     let (findings, evidence) = judge_log(&seen);
     assert_eq!(findings.len(), 1);
     assert_eq!(
-        findings[0].message,
+        findings[0].sentence(),
         "container ref_native_1 logged credential native-token: stderr line 10 (base64), stderr line 20 (base64), stderr line 30 (base64), stderr line 40 (base64), stderr line 50 (base64) and 2 more line(s)"
     );
     assert_eq!(findings[0].facts["line"], "10");
@@ -76,10 +76,10 @@ fn credentials_in_urls_are_found_by_part() {
     let findings = urls_in_environment("webui_1", &env, &s);
     assert_eq!(findings.len(), 1, "a credential as a variable's own value is not a URL: {findings:?}");
     assert_eq!(
-        findings[0].message,
+        findings[0].sentence(),
         "container webui_1: a URL in its environment variable TOOL_SERVER_CONNECTIONS carries credential native-token in its path (as written)"
     );
-    assert!(!findings[0].message.contains(TOKEN));
+    assert!(!findings[0].sentence().contains(TOKEN));
 }
 
 #[test]
@@ -105,8 +105,8 @@ fn a_credential_in_a_logged_query_string_says_where_it_may_come_from() {
     let seen = LogSeen { container: "proxy_1".into(), read: Ok(LogRead::default()), hits: vec![hit] };
     let (findings, _) = judge_log(&seen);
     assert!(
-        findings[0].message.contains("1 of these lines hold it in a URL query string (cordon's refusal checks send"),
+        findings[0].sentence().contains("1 of these lines hold it in a URL query string (cordon's refusal checks send"),
         "{}",
-        findings[0].message
+        findings[0].sentence()
     );
 }
