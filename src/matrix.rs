@@ -217,7 +217,7 @@ mod tests {
     #[test]
     fn cells_show_what_each_pair_proved() {
         let mut leak = result(Family::Reach, "flowise", Relation::NotAdmitted, "legacy", Verdict::Failed);
-        leak.findings.push(Finding::text(FindingKind::LateralReach, "x").fact("addr", "10.0.6.4:8000"));
+        leak.findings.push(Finding::new(FindingKind::LateralReach, "x").fact("addr", "10.0.6.4:8000"));
         let m = Matrix::from_report(&report(vec![
             result(Family::Route, "webui", Relation::Admitted, "legacy", Verdict::Passed),
             result(Family::Session, "webui", Relation::Admitted, "legacy", Verdict::Passed),

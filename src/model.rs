@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::exit::Ending;
 
 mod finding;
-pub use finding::{Finding, FindingKind, reason_of};
+pub use finding::{Finding, FindingKind, phrase, reason_of};
 
 /// How cordon reaches the deployment: from its own namespace, or into the containers of
 /// a compose project or a swarm stack.
@@ -543,7 +543,7 @@ mod tests {
     fn finding_kinds_have_stable_codes() {
         assert_eq!(FindingKind::LateralReach.as_str(), "lateral_reach");
         assert_eq!(FindingKind::CannotBeJudged.as_str(), "cannot_be_judged");
-        let f = Finding::text(FindingKind::LateralReach, "x").fact("addr", "10.0.0.1:80");
+        let f = Finding::new(FindingKind::LateralReach, "x").fact("addr", "10.0.0.1:80");
         assert_eq!(serde_json::to_value(&f).unwrap()["facts"]["addr"], "10.0.0.1:80");
     }
 }

@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn baseline_turns_failures_known_and_passes_stale() {
-        let read_failed = || vec![Finding::text(FindingKind::ReadFailed, "why")];
+        let read_failed = || vec![Finding::new(FindingKind::ReadFailed, "why")];
         let mut results = vec![failed("a", read_failed()), result("b", Verdict::Passed), failed("c", read_failed())];
         apply_baseline(&mut results, &[known("a"), known("b")]);
         assert_eq!(results[0].verdict, Verdict::KnownFailure);
@@ -358,7 +358,7 @@ mod tests {
             .iter()
             .map(|(kind, k, v)| {
                 let kind = serde_json::from_value(serde_json::Value::String(kind.to_string())).unwrap();
-                Finding::text(kind, format!("{k} {v}")).fact(k, v)
+                Finding::new(kind, "{k} {v}").fact("k", k).fact("v", v).fact(k, v)
             })
             .collect();
         let mut results = vec![failed("x", findings)];
@@ -374,7 +374,7 @@ mod tests {
     }
 
     fn hardening(rule: &str) -> Finding {
-        Finding::text(FindingKind::Hardening, format!("{rule} broken")).fact("rule", rule)
+        Finding::new(FindingKind::Hardening, "{rule} broken").fact("rule", rule)
     }
 
     /// swarm's platform limit as suites/swarm.yaml ships it: that finding on any sidecar.

@@ -53,9 +53,49 @@ pub struct ArgumentsPlan {
 /// One call that must be refused, and its answer.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ArgumentCase {
-    /// What was sent, in words.
-    pub what: String,
+    pub sent: Sent,
     pub answer: CallAnswer,
+}
+
+/// What a call that must be refused sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Sent {
+    /// The read tool, with the argument no schema declares.
+    StrayToRead { tool: String },
+    /// The read tool, without one of its required arguments.
+    ReadWithoutRequired { tool: String, argument: String },
+    /// Another tool, with no arguments at all, though it requires `argument`.
+    NoArguments { tool: String, argument: String },
+    /// A tool that declares no inputs, with the argument no schema declares.
+    StrayToNoInputs { tool: String },
+}
+
+impl Sent {
+    /// A finding whose sentence begins with what was sent (facts `tool` and `argument`).
+    pub fn finding(&self, kind: FindingKind) -> Finding {
+        let (template, tool, argument) = match self {
+            Sent::StrayToRead { tool } => {
+                ("the read tool `{tool}` with the undeclared argument `{argument}`", tool, STRAY_ARGUMENT)
+            }
+            Sent::ReadWithoutRequired { tool, argument } => {
+                ("the read tool `{tool}` without its required argument `{argument}`", tool, argument.as_str())
+            }
+            Sent::NoArguments { tool, argument } => {
+                ("`{tool}` without its required argument `{argument}` (no arguments at all)", tool, argument.as_str())
+            }
+            Sent::StrayToNoInputs { tool } => {
+                ("`{tool}`, which declares no inputs, with the argument `{argument}`", tool, STRAY_ARGUMENT)
+            }
+        };
+        Finding::new(kind, template).fact("tool", tool).fact("argument", argument)
+    }
+}
+
+/// What was sent, in the words a finding uses.
+impl std::fmt::Display for Sent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.finding(FindingKind::ArgumentAccepted).sentence())
+    }
 }
 
 /// One session at one replica.
@@ -122,26 +162,22 @@ impl ArgumentsPlan {
         let tools = client.list_tools(session).await.unwrap_or_default();
         let callable: Vec<&Tool> =
             tools.iter().filter(|t| self.allowlist.contains(&t.name) && !self.never_call.contains(&t.name)).collect();
-        for (what, tool, args) in cases(read, &callable, &mut seen.notes) {
+        for (sent, tool, args) in cases(read, &callable, &mut seen.notes) {
             let answer = call(tool, args).await;
-            seen.cases.push(ArgumentCase { what, answer });
+            seen.cases.push(ArgumentCase { sent, answer });
         }
         seen
     }
 }
 
-/// Pure: the calls to make — (what, tool, arguments).
-pub fn cases(read: &ReadSpec, tools: &[&Tool], notes: &mut Vec<String>) -> Vec<(String, String, Value)> {
+/// Pure: the calls to make — (what is sent, tool, arguments).
+pub fn cases(read: &ReadSpec, tools: &[&Tool], notes: &mut Vec<String>) -> Vec<(Sent, String, Value)> {
     let mut out = Vec::new();
     let mut stray = read.arguments.clone();
     if let Some(map) = stray.as_object_mut() {
         map.insert(STRAY_ARGUMENT.into(), json!("x"));
     }
-    out.push((
-        format!("the read tool `{}` with the undeclared argument `{STRAY_ARGUMENT}`", read.tool),
-        read.tool.clone(),
-        stray,
-    ));
+    out.push((Sent::StrayToRead { tool: read.tool.clone() }, read.tool.clone(), stray));
     let read_schema = tools.iter().find(|t| t.name == read.tool).map(|t| schema_of(t));
     let read_required: Vec<String> = read_schema
         .as_ref()
@@ -156,14 +192,14 @@ pub fn cases(read: &ReadSpec, tools: &[&Tool], notes: &mut Vec<String>) -> Vec<(
             map.remove(missing);
         }
         out.push((
-            format!("the read tool `{}` without its required argument `{missing}`", read.tool),
+            Sent::ReadWithoutRequired { tool: read.tool.clone(), argument: missing.clone() },
             read.tool.clone(),
             args,
         ));
     } else if let Some((tool, first)) =
         tools.iter().find_map(|t| required(&schema_of(t)).first().map(|r| (t.name.clone(), r.clone())))
     {
-        out.push((format!("`{tool}` without its required argument `{first}` (no arguments at all)"), tool, json!({})));
+        out.push((Sent::NoArguments { tool: tool.clone(), argument: first }, tool, json!({})));
     } else {
         notes.push("no served tool declares a required argument: a missing one cannot be tried".into());
     }
@@ -176,11 +212,7 @@ pub fn cases(read: &ReadSpec, tools: &[&Tool], notes: &mut Vec<String>) -> Vec<(
         notes.push(format!("{} tools declare no inputs; the first {NO_INPUT_TOOLS} are tried", no_inputs.len()));
     }
     for tool in no_inputs.into_iter().take(NO_INPUT_TOOLS) {
-        out.push((
-            format!("`{tool}`, which declares no inputs, with the argument `{STRAY_ARGUMENT}`"),
-            tool.to_string(),
-            json!({ STRAY_ARGUMENT: "x" }),
-        ));
+        out.push((Sent::StrayToNoInputs { tool: tool.to_string() }, tool.to_string(), json!({ STRAY_ARGUMENT: "x" })));
     }
     out
 }
@@ -248,19 +280,17 @@ pub fn judge(observed: &[ArgumentSession], mut evidence: Vec<String>) -> Attempt
     let mut findings = Vec::new();
     let mut not_ready = Vec::new();
     for s in observed {
-        let era = match &s.era {
-            Ok(era) => format!("{}, {era}", s.replica),
+        let (era, words) = match &s.era {
+            Ok(words) => (format!("{}, {words}", s.replica), words),
             Err(e) if e.not_ready => {
                 not_ready.push(format!("{}: no session: {}", s.replica, e.text));
                 continue;
             }
             Err(e) => {
                 findings.push(
-                    Finding::text(
-                        FindingKind::CannotBeJudged,
-                        format!("{}: cannot be judged: no session: {}", s.replica, e.text),
-                    )
-                    .fact("replica", &s.replica),
+                    Finding::new(FindingKind::CannotBeJudged, "{replica}: cannot be judged: no session: {error}")
+                        .fact("replica", &s.replica)
+                        .fact("error", &e.text),
                 );
                 continue;
             }
@@ -277,31 +307,35 @@ pub fn judge(observed: &[ArgumentSession], mut evidence: Vec<String>) -> Attempt
             }
             Some(c) if c.refused() || matches!(c, CallAnswer::Failed(_)) => {
                 findings.push(
-                    Finding::text(
+                    Finding::new(
                         FindingKind::CannotBeJudged,
-                        format!("{era}: cannot be judged: the read with its own arguments is not served either ({c})"),
+                        "{replica}, {era}: cannot be judged: the read with its own arguments is not served either ({answer})",
                     )
-                    .fact("replica", &s.replica),
+                    .fact("replica", &s.replica)
+                    .fact("era", words)
+                    .fact("answer", c),
                 );
                 continue;
             }
             _ => {}
         }
         for case in &s.cases {
-            evidence.push(format!("{era}: {} → {}", case.what, case.answer));
+            evidence.push(format!("{era}: {} → {}", case.sent, case.answer));
             if case.answer.refused() {
                 continue;
             }
             if case.answer.not_ready() {
-                not_ready.push(format!("{era}: {}: {}", case.what, case.answer));
+                not_ready.push(format!("{era}: {}: {}", case.sent, case.answer));
                 continue;
             }
             findings.push(
-                Finding::text(
-                    FindingKind::ArgumentAccepted,
-                    format!("{era}: {} was not refused: it answered {}", case.what, case.answer),
-                )
-                .fact("replica", &s.replica),
+                case.sent
+                    .finding(FindingKind::ArgumentAccepted)
+                    .prefixed("{replica}, {era}: ")
+                    .suffixed(" was not refused: it answered {answer}")
+                    .fact("replica", &s.replica)
+                    .fact("era", words)
+                    .fact("answer", &case.answer),
             );
         }
     }
@@ -327,7 +361,7 @@ mod tests {
         let status = tool("status", json!({"type": "object", "properties": {}}));
         let mut notes = vec![];
         let c = cases(&read("add", json!({"a": 2, "b": 3})), &[&add, &status], &mut notes);
-        let whats: Vec<&str> = c.iter().map(|(w, _, _)| w.as_str()).collect();
+        let whats: Vec<String> = c.iter().map(|(w, _, _)| w.to_string()).collect();
         assert_eq!(
             whats,
             [
@@ -341,7 +375,7 @@ mod tests {
         // A read without required arguments borrows another tool's; none at all is noted.
         let get = tool("get_item", json!({"properties": {"id": {}}, "required": ["id"]}));
         let c = cases(&read("status", json!({})), &[&status, &get], &mut notes);
-        assert_eq!(c[1].0, "`get_item` without its required argument `id` (no arguments at all)");
+        assert_eq!(c[1].0.to_string(), "`get_item` without its required argument `id` (no arguments at all)");
         let c = cases(&read("status", json!({})), &[&status], &mut notes);
         assert_eq!(c.len(), 1);
         assert!(notes[0].contains("no served tool declares a required argument"));
@@ -354,10 +388,7 @@ mod tests {
             control: Some(control),
             cases: answers
                 .into_iter()
-                .map(|answer| ArgumentCase {
-                    what: "the read tool `get_status` with the undeclared argument `x`".into(),
-                    answer,
-                })
+                .map(|answer| ArgumentCase { sent: Sent::StrayToRead { tool: "get_status".into() }, answer })
                 .collect(),
             notes: vec![],
         }
@@ -379,7 +410,7 @@ mod tests {
                 assert_eq!(findings[0].kind, FindingKind::ArgumentAccepted);
                 assert!(
                     findings[0].sentence().contains(
-                        "with the undeclared argument `x` was not refused: it answered a result with isError: false"
+                        "gitea-mcp_1, the initialize handshake (2025-06-18): the read tool `get_status` with the undeclared argument `cordon_undeclared_argument` was not refused: it answered a result with isError: false"
                     ),
                     "{}",
                     findings[0].sentence()

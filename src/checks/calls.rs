@@ -268,27 +268,37 @@ const REFUSAL_WORDS: [&str; 14] = [
 pub enum Called {
     Refused,
     NotReady(String),
-    /// Why it may have run.
-    Ran(String),
+    /// Why it may have run: the end of a finding's sentence (`answered … : the tool ran`),
+    /// which the judge begins with where and what was called.
+    Ran(Finding),
 }
 
 /// Pure: is `answer` to a call of `name` a refusal? `control` is the answer to the name
 /// that cannot exist, in the same session.
 pub fn classify(name: &str, answer: &CallAnswer, control: Option<(&str, &CallAnswer)>) -> Called {
     let control_refused = control.is_some_and(|(_, c)| c.refused());
+    let ran_answering =
+        |template: &'static str| Called::Ran(Finding::new(FindingKind::DeniedToolRan, template).fact("answer", answer));
     match answer {
         CallAnswer::RpcError { .. } => Called::Refused,
         a if a.busy() => Called::NotReady(format!("busy: {a}")),
         CallAnswer::Http { status, .. } if *status < 500 => Called::Refused,
-        CallAnswer::Http { status, .. } if control_refused => Called::Ran(format!(
-            "answered HTTP {status} where a name that cannot exist is refused: the call went past the policy"
-        )),
+        CallAnswer::Http { status, .. } if control_refused => Called::Ran(
+            Finding::new(
+                FindingKind::DeniedToolRan,
+                "answered HTTP {status} where a name that cannot exist is refused: the call went past the policy",
+            )
+            .fact("status", status),
+        ),
         CallAnswer::Http { status, body } => Called::NotReady(format!("HTTP {status}: {body}")),
         CallAnswer::Failed(e) if e.not_ready => Called::NotReady(e.text.clone()),
-        CallAnswer::Failed(e) => Called::Ran(format!("answered something that is not a refusal: {}", e.text)),
-        CallAnswer::Result { is_error: false, .. } => Called::Ran(format!("answered {answer}: the tool ran")),
+        CallAnswer::Failed(e) => Called::Ran(
+            Finding::new(FindingKind::DeniedToolRan, "answered something that is not a refusal: {error}")
+                .fact("error", &e.text),
+        ),
+        CallAnswer::Result { is_error: false, .. } => ran_answering("answered {answer}: the tool ran"),
         CallAnswer::Result { structured: true, .. } => {
-            Called::Ran(format!("answered {answer}: structured output is a tool's output"))
+            ran_answering("answered {answer}: structured output is a tool's output")
         }
         CallAnswer::Result { text, .. } => {
             let lower = text.to_lowercase();
@@ -299,9 +309,9 @@ pub fn classify(name: &str, answer: &CallAnswer, control: Option<(&str, &CallAns
             if same_as_control || REFUSAL_WORDS.iter().any(|w| lower.contains(w)) {
                 Called::Refused
             } else {
-                Called::Ran(format!(
-                    "answered {answer}, an error that says neither unknown nor forbidden (as a name that cannot exist gets): the tool may have run and failed"
-                ))
+                ran_answering(
+                    "answered {answer}, an error that says neither unknown nor forbidden (as a name that cannot exist gets): the tool may have run and failed",
+                )
             }
         }
     }
@@ -334,11 +344,13 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
             }
             Err(e) => {
                 findings.push(
-                    Finding::text(
+                    Finding::new(
                         FindingKind::CannotBeJudged,
-                        format!("{at}: cannot be judged: no session: {}", e.text),
+                        "{replica}, {bearer}: cannot be judged: no session: {error}",
                     )
-                    .fact("replica", &s.replica),
+                    .fact("replica", &s.replica)
+                    .fact("bearer", &s.bearer)
+                    .fact("error", &e.text),
                 );
                 continue;
             }
@@ -351,7 +363,13 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
                 match answer {
                     a if a.refused() => Called::Refused,
                     a if a.not_ready() => Called::NotReady(a.to_string()),
-                    a => Called::Ran(format!("answered {a} to a name that cannot exist: it runs any name")),
+                    a => Called::Ran(
+                        Finding::new(
+                            FindingKind::DeniedToolRan,
+                            "answered {answer} to a name that cannot exist: it runs any name",
+                        )
+                        .fact("answer", a),
+                    ),
                 }
             } else {
                 classify(name, answer, control)
@@ -360,8 +378,11 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
                 Called::Refused => {}
                 Called::NotReady(why) => not_ready.push(format!("{at}: tools/call {shown}: {why}")),
                 Called::Ran(why) => findings.push(
-                    Finding::text(FindingKind::DeniedToolRan, format!("{at}, {era}: tools/call `{shown}` {why}"))
+                    why.prefixed("{replica}, {bearer}, {era}: tools/call `{tool_shown}` ")
                         .fact("replica", &s.replica)
+                        .fact("bearer", &s.bearer)
+                        .fact("era", era)
+                        .fact("tool_shown", &shown)
                         .fact("tool", name),
                 ),
             }
@@ -370,11 +391,15 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
             evidence.push(format!("{at}: the read before the calls: {before}; after: {after}"));
             if before != after && !before.not_ready() && !after.not_ready() {
                 findings.push(
-                    Finding::text(
+                    Finding::new(
                         FindingKind::DeniedToolRan,
-                        format!("{at}, {era}: the deterministic read answered {before} before the denied calls and {after} after them: a call that was refused changed the provider"),
+                        "{replica}, {bearer}, {era}: the deterministic read answered {read_before} before the denied calls and {read_after} after them: a call that was refused changed the provider",
                     )
-                    .fact("replica", &s.replica),
+                    .fact("replica", &s.replica)
+                    .fact("bearer", &s.bearer)
+                    .fact("era", era)
+                    .fact("read_before", before)
+                    .fact("read_after", after),
                 );
             }
         }

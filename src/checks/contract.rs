@@ -130,12 +130,14 @@ pub fn judge_tools_everywhere(
         }
         let Some(tools) = &o.first.tools else { continue };
         let prefix = if many { format!("{}: ", o.first.replica) } else { String::new() };
+        // Where it was seen, when there is more than one place it could have been.
+        let at_replica = |f: Finding| {
+            let f = f.fact("replica", &o.first.replica);
+            if many { f.prefixed("{replica}: ") } else { f }
+        };
         let (f, e) = judge_tools(provider, tools);
         evidence.extend(e.into_iter().map(|l| format!("{prefix}{l}")));
-        findings.extend(f.into_iter().map(|mut f| {
-            f.set_text(format!("{prefix}{}", f.sentence()));
-            f.fact("replica", &o.first.replica)
-        }));
+        findings.extend(f.into_iter().map(at_replica));
         if let Some(hs) = runs.get(1) {
             evidence.extend(hs.evidence().into_iter().map(|l| format!("{l} (initialize handshake)")));
             if let Some(old) = &hs.tools {
@@ -144,27 +146,21 @@ pub fn judge_tools_everywhere(
                 if modern != handshake {
                     let only_old: Vec<&str> = handshake.difference(&modern).copied().collect();
                     let only_new: Vec<&str> = modern.difference(&handshake).copied().collect();
-                    findings.push(
-                        Finding::text(
+                    findings.push(at_replica(
+                        Finding::new(
                             FindingKind::ErasDisagree,
-                            format!(
-                                "{prefix}the eras serve different tools: only through initialize [{}], only through server/discover [{}]",
-                                name_list(only_old, 20),
-                                name_list(only_new, 20)
-                            ),
+                            "the eras serve different tools: only through initialize [{only_initialize}], only through server/discover [{only_discover}]",
                         )
-                        .fact("replica", &o.first.replica),
-                    );
+                        .fact("only_initialize", name_list(only_old, 20))
+                        .fact("only_discover", name_list(only_new, 20)),
+                    ));
                 }
                 let (f, _) = judge_tools(provider, old);
-                findings.extend(f.into_iter().map(|mut f| {
-                    f.set_text(format!("{prefix}through the initialize handshake: {}", f.sentence()));
-                    f
-                }));
+                findings.extend(f.into_iter().map(|f| at_replica(f.prefixed("through the initialize handshake: "))));
             }
         }
     }
-    findings.dedup_by(|a, b| a.sentence() == b.sentence());
+    findings.dedup();
     Attempt::from_findings(findings, evidence)
 }
 
@@ -198,11 +194,9 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool]) -> (Vec<Finding>, Vec<St
         let mut seen = BTreeSet::new();
         let twice: Vec<&str> = tools.iter().map(|t| t.name.as_str()).filter(|n| !seen.insert(*n)).collect();
         problems.push(
-            Finding::text(
-                FindingKind::ToolsMismatch,
-                format!("{} tool name(s) served more than once", tools.len() - served.len()),
-            )
-            .fact("duplicated", name_list(twice, 20)),
+            Finding::new(FindingKind::ToolsMismatch, "{count} tool name(s) served more than once")
+                .fact("count", tools.len() - served.len())
+                .fact("duplicated", name_list(twice, 20)),
         );
     }
     let extra: Vec<&str> = served.difference(&allowed).copied().collect();
@@ -212,9 +206,9 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool]) -> (Vec<Finding>, Vec<St
     if !provider.tools.mutating_enabled && !mutating.is_empty() {
         let names = name_list(mutating, 20);
         problems.push(
-            Finding::text(
+            Finding::new(
                 FindingKind::MutatingToolServed,
-                format!("mutating tool(s) served while mutating tools are not enabled: {names}"),
+                "mutating tool(s) served while mutating tools are not enabled: {tools}",
             )
             .fact("tools", names),
         );
@@ -222,16 +216,16 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool]) -> (Vec<Finding>, Vec<St
     if !extra.is_empty() {
         let names = name_list(extra, 20);
         problems.push(
-            Finding::text(FindingKind::ToolsMismatch, format!("serves tool(s) outside the allowlist: {names}"))
+            Finding::new(FindingKind::ToolsMismatch, "serves tool(s) outside the allowlist: {extra}")
                 .fact("extra", names),
         );
     }
     if !missing.is_empty() {
         let names = name_list(missing, 20);
         problems.push(
-            Finding::text(
+            Finding::new(
                 FindingKind::ToolsMismatch,
-                format!("does not serve allowlisted tool(s): {names} (a subset is not the contract)"),
+                "does not serve allowlisted tool(s): {missing} (a subset is not the contract)",
             )
             .fact("missing", names),
         );
@@ -240,12 +234,9 @@ pub fn judge_tools(provider: &Provider, tools: &[Tool]) -> (Vec<Finding>, Vec<St
         && *pinned != hash
     {
         problems.push(
-            Finding::text(
-                FindingKind::SchemaPinMismatch,
-                format!("tool schema hash {hash} differs from the pinned {pinned}"),
-            )
-            .fact("served", &hash)
-            .fact("pinned", pinned),
+            Finding::new(FindingKind::SchemaPinMismatch, "tool schema hash {served} differs from the pinned {pinned}")
+                .fact("served", &hash)
+                .fact("pinned", pinned),
         );
     }
     (problems, evidence)

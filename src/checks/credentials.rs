@@ -59,35 +59,42 @@ struct CredentialsCheck {
 #[derive(Clone, Debug)]
 pub struct DeadCredential {
     pub credential: String,
-    /// How findings name it.
-    pub label: String,
-    /// The only client that must not hold it (revoked); `None`: no client (retired).
+    /// The only client that must not hold it, which held it before its removal (revoked);
+    /// `None`: no client (retired).
     pub client: Option<String>,
+}
+
+impl DeadCredential {
+    /// `finding` with how this credential is named put before it, and the facts that name
+    /// it (`credential`, and `client` for a revoked one).
+    fn named(&self, finding: Finding) -> Finding {
+        match &self.client {
+            None => finding.prefixed("the retired credential {credential}"),
+            Some(client) => finding
+                .prefixed("the credential client {client} held before its removal ({credential})")
+                .fact("client", client),
+        }
+        .fact("credential", &self.credential)
+    }
+
+    /// How it is named, alone (as the refusal checks present it).
+    pub fn label(&self) -> String {
+        crate::model::phrase(|f| self.named(f))
+    }
 }
 
 /// Pure: the credentials a check covers.
 pub fn dead_credentials(scenario: &Scenario, provider: &Provider, dead: Dead) -> Vec<DeadCredential> {
     match dead {
-        Dead::Retired => provider
-            .boundary
-            .retired
-            .iter()
-            .map(|c| DeadCredential {
-                credential: c.clone(),
-                label: format!("the retired credential {c}"),
-                client: None,
-            })
-            .collect(),
+        Dead::Retired => {
+            provider.boundary.retired.iter().map(|c| DeadCredential { credential: c.clone(), client: None }).collect()
+        }
         Dead::Revoked => scenario
             .clients
             .iter()
             .filter_map(|client| {
                 let c = client.revoked.get(&provider.id)?;
-                Some(DeadCredential {
-                    credential: c.clone(),
-                    label: format!("the credential client {} held before its removal ({c})", client.id),
-                    client: Some(client.id.clone()),
-                })
+                Some(DeadCredential { credential: c.clone(), client: Some(client.id.clone()) })
             })
             .collect(),
     }
@@ -153,19 +160,15 @@ fn alive_or_presented(
     let mut presented = Vec::new();
     for (d, secret) in dead {
         if secret.expose() != current.expose() {
-            presented.push(Presented { label: d.label.clone(), secret: Some((*secret).clone()), in_query: None });
+            presented.push(Presented { label: d.label(), secret: Some((*secret).clone()), in_query: None });
         } else if !provider.disabled {
             findings.push(
-                Finding::text(
+                d.named(Finding::new(
                     FindingKind::CredentialAlive,
-                    format!(
-                        "{} is provider `{}`'s current credential ({}): nothing was revoked (rotate it, and list the old one under `retired`)",
-                        d.label,
-                        provider.id,
-                        current.label()
-                    ),
-                )
-                .fact("credential", &d.credential),
+                    " is provider `{provider}`'s current credential ({current}): nothing was revoked (rotate it, and list the old one under `retired`)",
+                ))
+                .fact("provider", &provider.id)
+                .fact("current", current.label()),
             );
         }
     }
@@ -213,23 +216,22 @@ async fn holders(ctx: &RunContext, dead: &[DeadCredential]) -> Result<(Vec<Findi
                     format!("{} hold one", found.len())
                 }
             ));
-            for (var, d, form) in found {
-                findings.push(
-                    Finding::text(
-                        FindingKind::CredentialHeld,
-                        format!(
-                            "client {} still holds {} ({form}) in its environment variable {var} ({})",
-                            client.id, d.label, target.name
-                        ),
-                    )
-                    .fact("container", &target.name)
-                    .fact("variable", var)
-                    .fact("credential", &d.credential),
-                );
-            }
+            findings.extend(found.into_iter().map(|(var, d, form)| held(&client.id, &target.name, var, d, form)));
         }
     }
     Ok((findings, evidence))
+}
+
+/// Pure: client `client`'s container holds `d` (in `form`) in its environment variable `var`.
+fn held(client: &str, container: &str, var: &str, d: &DeadCredential, form: &str) -> Finding {
+    let held =
+        Finding::new(FindingKind::CredentialHeld, " ({form}) in its environment variable {variable} ({container})");
+    d.named(held)
+        .prefixed("client {client} still holds ")
+        .fact("client", client)
+        .fact("form", form)
+        .fact("container", container)
+        .fact("variable", var)
 }
 
 /// Pure: (variable, credential, form) for every environment value that holds a whole
@@ -282,11 +284,8 @@ mod tests {
     fn a_dead_credential_is_found_whole_in_any_form_and_only_whole() {
         let redactor = Redactor::new();
         let old = redactor.register("native-token-old", "Qm9vA7xLkP2sZr4T".into());
-        let d = DeadCredential {
-            credential: "native-token-old".into(),
-            label: "the retired credential native-token-old".into(),
-            client: None,
-        };
+        let d = DeadCredential { credential: "native-token-old".into(), client: None };
+        assert_eq!(d.label(), "the retired credential native-token-old");
         let env = vec![
             ("NATIVE_TOKEN".to_string(), "Qm9vA7xLkP2sZr4U".to_string()),
             (
@@ -324,22 +323,42 @@ mod tests {
         let old = redactor.register("native-token-old", dead_value.into());
         let mut provider = crate::checks::testing::provider_for_tests("native", &["echo"]);
         provider.disabled = disabled;
-        let d = DeadCredential {
-            credential: "native-token-old".into(),
-            label: "the retired credential native-token-old".into(),
-            client: None,
-        };
+        let d = DeadCredential { credential: "native-token-old".into(), client: None };
         let (findings, sent) = alive_or_presented(&provider, &current, &[(&d, &old)]);
         assert_eq!((findings.len(), sent.len()), (alive, presented), "{findings:?}");
         if let Some(f) = findings.first() {
             assert_eq!(f.kind, FindingKind::CredentialAlive);
             assert_eq!(f.facts["credential"], "native-token-old");
+            assert_eq!(
+                f.sentence(),
+                "the retired credential native-token-old is provider `native`'s current credential (native-token): nothing was revoked (rotate it, and list the old one under `retired`)"
+            );
         }
     }
 
     #[test]
+    fn a_held_credential_is_named_as_retired_or_revoked() {
+        let retired = DeadCredential { credential: "native-token-old".into(), client: None };
+        let revoked = DeadCredential { credential: "native-token-n8n".into(), client: Some("n8n".into()) };
+        assert_eq!(
+            held("n8n", "n8n_1", "NATIVE_TOKEN", &retired, "base64").sentence(),
+            "client n8n still holds the retired credential native-token-old (base64) in its environment variable NATIVE_TOKEN (n8n_1)"
+        );
+        let f = held("n8n", "n8n_1", "NATIVE_TOKEN", &revoked, "as written");
+        assert_eq!(
+            f.sentence(),
+            "client n8n still holds the credential client n8n held before its removal (native-token-n8n) (as written) in its environment variable NATIVE_TOKEN (n8n_1)"
+        );
+        assert_eq!(
+            (f.facts["credential"].as_str(), f.facts["container"].as_str(), f.facts["variable"].as_str()),
+            ("native-token-n8n", "n8n_1", "NATIVE_TOKEN")
+        );
+        assert_eq!(revoked.label(), "the credential client n8n held before its removal (native-token-n8n)");
+    }
+
+    #[test]
     fn merged_verdicts_keep_both_sides() {
-        let held = vec![Finding::text(FindingKind::CredentialHeld, "client x still holds it")];
+        let held = vec![Finding::new(FindingKind::CredentialHeld, "client x still holds it")];
         let passed = Attempt::Pass { evidence: vec!["refused everywhere".into()] };
         match merge(passed, held.clone(), vec!["env read".into()]) {
             Attempt::Fail { findings, evidence } => {

@@ -542,15 +542,13 @@ fn judge_name(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<String>)
         let routed = name.routed();
         if !routed.is_empty() {
             findings.push(
-                Finding::text(
+                Finding::new(
                     FindingKind::StillRouted,
-                    format!(
-                        "still routed: from {from} `{}` resolves to [{}] outside the wildcard set",
-                        name.host,
-                        super::connect::join_addrs(&routed)
-                    ),
+                    "still routed: from {from} `{host}` resolves to [{addrs}] outside the wildcard set",
                 )
-                .fact("host", &name.host),
+                .fact("from", from)
+                .fact("host", &name.host)
+                .fact("addrs", super::connect::join_addrs(&routed)),
             );
         }
     }
@@ -581,7 +579,8 @@ fn judge_knocks(
         }
         match r {
             Ok(()) => findings.push(
-                Finding::text(FindingKind::StillAccepting, format!("still accepting TCP: from {from} {addr}"))
+                Finding::new(FindingKind::StillAccepting, "still accepting TCP: from {from} {addr}")
+                    .fact("from", from)
                     .fact("addr", addr),
             ),
             Err(e) => evidence.push(format!("{from}: {addr}: {e}")),
@@ -598,13 +597,13 @@ fn judge_answers(l: &Look, elsewhere: &[SocketAddr], findings: &mut Vec<Finding>
             Ok(e) => {
                 evidence.push(format!("{from}: {}", e.summary()));
                 findings.push(
-                    Finding::text(
+                    Finding::new(
                         FindingKind::StillListening,
-                        format!(
-                            "still listening: from {from} {} at {} ({addr}) answered {}",
-                            t.ask.entry, e.url, e.status
-                        ),
+                        "still listening: from {from} {entry} at {url} ({addr}) answered {status}",
                     )
+                    .fact("from", from)
+                    .fact("entry", t.ask.entry)
+                    .fact("url", &e.url)
                     .fact("status", e.status)
                     .fact("addr", addr),
                 );
@@ -635,37 +634,24 @@ fn judge_credential(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<St
             let before = p.without.iter().filter(|t| t.ask == e.ask).find_map(ok)?;
             (matches!(before.status, 401 | 403) && past_authentication(e.status)).then_some((before, e))
         });
-        let message = match (&granted, &passed) {
-            (Some(e), _) => Some((
-                e.clone(),
-                format!(
-                    "{door} answered {} at {} {} with {}",
-                    e.ask,
-                    e.url,
-                    e.status,
-                    if e.body.has_result() { "a result" } else { "a session" }
-                ),
-            )),
-            (None, Some((before, e))) => Some((
-                e.clone(),
-                format!(
-                    "{door} answered {} at {} {} without it but {} with it: it passes authentication there",
-                    e.ask, e.url, before.status, e.status
-                ),
-            )),
+        let alive = |template: &'static str| Finding::new(FindingKind::CredentialAlive, template);
+        let how = match (&granted, &passed) {
+            (Some(e), _) if e.body.has_result() => {
+                Some((e, alive(" answered {entry} at {url} {status} with a result")))
+            }
+            (Some(e), _) => Some((e, alive(" answered {entry} at {url} {status} with a session"))),
+            (None, Some((before, e))) => {
+                let passes = " answered {entry} at {url} {status_without} without it but {status} with it: it passes authentication there";
+                Some((e, alive(passes).fact("status_without", before.status)))
+            }
             (None, None) => None,
         };
-        match message {
+        match how {
             Some((e, how)) => {
                 evidence.push(format!("{from}: {door}: {}", e.summary()));
                 findings.push(
-                    Finding::text(
-                        FindingKind::CredentialAlive,
-                        format!("the disabled provider's credential still works: {how}"),
-                    )
-                    .fact("addr", door.addr)
-                    .fact("container", &door.container)
-                    .fact("network", &door.network),
+                    door.before(how.fact("entry", &e.ask).fact("url", &e.url).fact("status", e.status))
+                        .prefixed("the disabled provider's credential still works: "),
                 );
             }
             None => evidence.push(format!(
@@ -679,6 +665,7 @@ fn judge_credential(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<St
 
 #[cfg(test)]
 mod tests {
+    use super::super::reach::Via;
     use super::*;
     use crate::dns::{AnswerSource, NameAnswer, WildcardSet};
     use crate::mcp::{BodyFacts, RpcFacts};
@@ -797,6 +784,17 @@ mod tests {
             kinds(judge("u", &[l], vec![], Some(&task))),
             vec![FindingKind::StillAccepting, FindingKind::StillListening]
         );
+    }
+
+    /// A finding names a door in the words the door is shown with.
+    #[test]
+    fn a_door_is_named_as_it_is_shown() {
+        for via in [Via::Direct, Via::Published { container_port: "8000/tcp".into() }, Via::Vip] {
+            let d = Door { via, ..door("10.0.1.7:8000", "wiki-old_1") };
+            let f = d.before(Finding::new(FindingKind::CredentialAlive, ": here"));
+            assert_eq!(f.sentence(), format!("{d}: here"));
+            assert_eq!(f.facts["addr"], "10.0.1.7:8000");
+        }
     }
 
     #[test]

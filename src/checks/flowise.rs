@@ -16,7 +16,7 @@ mod tests;
 
 use std::sync::Arc;
 
-pub use judge::{Desired, describe};
+pub use judge::{Desired, expecting};
 
 use crate::check::{Check, Skipped, named};
 use crate::config::{Family, Scenario};

@@ -229,24 +229,33 @@ struct Verdicts {
 }
 
 impl Verdicts {
-    fn broken(&mut self, replica: &str, limit: &str, message: String) {
+    /// `limit` does not hold at `replica`: the finding's sentence is `template`, with the
+    /// facts `facts` adds to it.
+    fn broken(&mut self, replica: &str, limit: &str, template: &'static str, facts: impl FnOnce(Finding) -> Finding) {
         self.findings.push(
-            Finding::text(FindingKind::LimitNotEnforced, format!("{replica}: {message}"))
+            facts(Finding::new(FindingKind::LimitNotEnforced, template))
+                .prefixed("{replica}: ")
                 .fact("replica", replica)
                 .fact("limit", limit),
         );
     }
 
-    fn timing(&mut self, replica: &str, limits: &ProviderLimits, what: &str, t: &Timed) {
+    /// `what` (a template, its facts added by `what_facts`) took longer than timeout_seconds.
+    fn timing(
+        &mut self,
+        replica: &str,
+        limits: &ProviderLimits,
+        what: &'static str,
+        what_facts: impl FnOnce(Finding) -> Finding,
+        t: &Timed,
+    ) {
         if let Some(secs) = limits.timeout_seconds
             && Duration::from_millis(t.millis) > Duration::from_secs(secs)
         {
             let took = t.millis as f64 / 1000.0;
-            self.broken(
-                replica,
-                "timeout_seconds",
-                format!("{what} took {took:.1}s, longer than timeout_seconds {secs}"),
-            );
+            self.broken(replica, "timeout_seconds", " took {seconds}s, longer than timeout_seconds {max}", |f| {
+                what_facts(f.prefixed(what)).fact("seconds", format!("{took:.1}")).fact("max", secs)
+            });
         }
     }
 }
@@ -267,8 +276,9 @@ pub fn judge(limits: &ProviderLimits, observed: &[LimitsSeen], evidence: Vec<Str
             }
             Err(e) => {
                 v.findings.push(
-                    Finding::text(FindingKind::CannotBeJudged, format!("{r}: cannot be judged: no session: {}", e.text))
-                        .fact("replica", r),
+                    Finding::new(FindingKind::CannotBeJudged, "{replica}: cannot be judged: no session: {error}")
+                        .fact("replica", r)
+                        .fact("error", &e.text),
                 );
                 continue;
             }
@@ -289,7 +299,7 @@ fn judge_pages(v: &mut Verdicts, r: &str, limits: &ProviderLimits, pages: Option
     match pages {
         None => {}
         Some(Err(e)) if e.not_ready => v.not_ready.push(format!("{r}: tools/list: {}", e.text)),
-        Some(Err(e)) => v.broken(r, "page_size", format!("tools/list failed: {}", e.text)),
+        Some(Err(e)) => v.broken(r, "page_size", "tools/list failed: {error}", |f| f.fact("error", &e.text)),
         Some(Ok(pages)) => {
             let sizes: Vec<String> = pages.iter().map(|p| format!("{} tools in {} bytes", p.items, p.bytes)).collect();
             v.evidence.push(format!("{r}: tools/list pages: {}", sizes.join("; ")));
@@ -297,14 +307,19 @@ fn judge_pages(v: &mut Verdicts, r: &str, limits: &ProviderLimits, pages: Option
                 if let Some(max) = limits.page_size
                     && p.items > max as usize
                 {
-                    let message = format!("tools/list page {} held {} tools, over page_size {max}", i + 1, p.items);
-                    v.broken(r, "page_size", message);
+                    v.broken(r, "page_size", "tools/list page {page} held {count} tools, over page_size {max}", |f| {
+                        f.fact("page", i + 1).fact("count", p.items).fact("max", max)
+                    });
                 }
                 if let Some(max) = limits.response_bytes
                     && p.bytes as u64 > max
                 {
-                    let message = format!("tools/list page {} was {} bytes, over response_bytes {max}", i + 1, p.bytes);
-                    v.broken(r, "response_bytes", message);
+                    v.broken(
+                        r,
+                        "response_bytes",
+                        "tools/list page {page} was {bytes} bytes, over response_bytes {max}",
+                        |f| f.fact("page", i + 1).fact("bytes", p.bytes).fact("max", max),
+                    );
                 }
             }
             if let (Some(max), [only]) = (limits.page_size, pages.as_slice())
@@ -331,19 +346,23 @@ fn judge_read(v: &mut Verdicts, r: &str, limits: &ProviderLimits, read: Option<&
         t.millis,
         t.bytes.map(|b| format!(", {b} bytes")).unwrap_or_default()
     ));
-    v.timing(r, limits, "the read", t);
+    v.timing(r, limits, "the read", |f| f, t);
     match &t.answer {
         a if a.not_ready() => v.not_ready.push(format!("{r}: the read: {a}")),
         CallAnswer::Result { items, .. } => {
             if let Some(max) = limits.result_items
                 && *items > max as usize
             {
-                v.broken(r, "result_items", format!("the read's result held {items} items, over result_items {max}"));
+                v.broken(r, "result_items", "the read's result held {count} items, over result_items {max}", |f| {
+                    f.fact("count", items).fact("max", max)
+                });
             }
             if let (Some(max), Some(bytes)) = (limits.response_bytes, t.bytes)
                 && bytes as u64 > max
             {
-                v.broken(r, "response_bytes", format!("the read's reply was {bytes} bytes, over response_bytes {max}"));
+                v.broken(r, "response_bytes", "the read's reply was {bytes} bytes, over response_bytes {max}", |f| {
+                    f.fact("bytes", bytes).fact("max", max)
+                });
             }
         }
         other => v.evidence.push(format!("{r}: the read was not served ({other}): its result cannot be measured")),
@@ -353,7 +372,7 @@ fn judge_read(v: &mut Verdicts, r: &str, limits: &ProviderLimits, read: Option<&
 fn judge_oversize(v: &mut Verdicts, r: &str, limits: &ProviderLimits, size: usize, over: &Timed, after: &Timed) {
     v.evidence.push(format!("{r}: tools/list of {size} bytes (request_bytes + 1) → {}", over.answer));
     v.evidence.push(format!("{r}: the next request → {}", after.answer));
-    v.timing(r, limits, "the oversized request", over);
+    v.timing(r, limits, "the oversized request", |f| f, over);
     if over.answer.busy() || after.answer.busy() {
         v.not_ready
             .push(format!("{r}: busy, so the oversized request says nothing yet: {}; {}", over.answer, after.answer));
@@ -369,19 +388,22 @@ fn judge_oversize(v: &mut Verdicts, r: &str, limits: &ProviderLimits, size: usiz
         CallAnswer::Result { .. } => v.broken(
             r,
             "request_bytes",
-            format!("a request of {size} bytes (request_bytes + 1) was served: request_bytes is not enforced"),
+            "a request of {bytes} bytes (request_bytes + 1) was served: request_bytes is not enforced",
+            |f| f.fact("bytes", size),
         ),
         other => v.broken(
             r,
             "request_bytes",
-            format!("a request of {size} bytes (request_bytes + 1) got {other}: a refusal is 413 or a JSON-RPC error"),
+            "a request of {bytes} bytes (request_bytes + 1) got {answer}: a refusal is 413 or a JSON-RPC error",
+            |f| f.fact("bytes", size).fact("answer", other),
         ),
     }
     if !after.answer.served() {
         v.broken(
             r,
             "request_bytes",
-            format!("after one request over request_bytes the provider no longer serves: {}", after.answer),
+            "after one request over request_bytes the provider no longer serves: {answer}",
+            |f| f.fact("answer", &after.answer),
         );
     }
 }
@@ -402,18 +424,19 @@ fn judge_burst(v: &mut Verdicts, r: &str, limits: &ProviderLimits, burst: &[Time
         after.answer
     ));
     for (i, t) in burst.iter().enumerate() {
-        v.timing(r, limits, &format!("parallel request {}", i + 1), t);
+        v.timing(r, limits, "parallel request {request}", |f| f.fact("request", i + 1), t);
     }
     if !dropped.is_empty() {
         v.broken(
             r,
             "concurrent_requests",
-            format!(
-                "{} of {} parallel requests (concurrent_requests {max} + 1) got no answer ({}): calls over the limit are refused or queued, never dropped",
-                dropped.len(),
-                burst.len(),
-                dropped.join("; ")
-            ),
+            "{dropped} of {count} parallel requests (concurrent_requests {max} + 1) got no answer ({answers}): calls over the limit are refused or queued, never dropped",
+            |f| {
+                f.fact("dropped", dropped.len())
+                    .fact("count", burst.len())
+                    .fact("max", max)
+                    .fact("answers", dropped.join("; "))
+            },
         );
     }
     if after.answer.busy() {
@@ -422,7 +445,8 @@ fn judge_burst(v: &mut Verdicts, r: &str, limits: &ProviderLimits, burst: &[Time
         v.broken(
             r,
             "concurrent_requests",
-            format!("after {} parallel requests the provider no longer serves: {}", burst.len(), after.answer),
+            "after {count} parallel requests the provider no longer serves: {answer}",
+            |f| f.fact("count", burst.len()).fact("answer", &after.answer),
         );
     }
 }

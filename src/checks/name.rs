@@ -194,33 +194,31 @@ pub fn judge(
     }
     let strays = stray.iter().map(|(a, r)| r.describe(*a)).collect::<Vec<_>>().join("; ");
     let finding = if seen.answer.addrs.is_empty() {
-        Finding::text(FindingKind::NameDoesNotResolve, format!("`{host}` does not resolve from {from}"))
+        Finding::new(FindingKind::NameDoesNotResolve, "`{host}` does not resolve from {from}")
     } else if seen.answer.source == AnswerSource::HostsFile {
-        Finding::text(
+        Finding::new(
             FindingKind::HostsFilePin,
-            format!("`{host}` is pinned in the /etc/hosts of {from} to {strays}: its libc never asks DNS for it"),
+            "`{host}` is pinned in the /etc/hosts of {from} to {strays}: its libc never asks DNS for it",
         )
+        .fact("strays", &strays)
     } else if owned.is_empty() && stray.iter().all(|(_, r)| *r == Role::Wildcard) {
-        Finding::text(
+        Finding::new(
             FindingKind::OnlyWildcard,
-            format!(
-                "`{host}` resolves from {from} only to wildcard address(es) [{}]: the name answers through the wildcard DNS record, not through a route to the provider",
-                join_addrs(&seen.answer.addrs)
-            ),
+            "`{host}` resolves from {from} only to wildcard address(es) [{addrs}]: the name answers through the wildcard DNS record, not through a route to the provider",
         )
+        .fact("addrs", join_addrs(&seen.answer.addrs))
     } else if owned.is_empty() {
-        Finding::text(FindingKind::ForeignAddress, format!("`{host}` resolves from {from} to {strays}"))
+        Finding::new(FindingKind::ForeignAddress, "`{host}` resolves from {from} to {strays}").fact("strays", &strays)
     } else {
         let at: Vec<String> = owned.iter().map(|(a, c, n)| format!("{a} ({c} on {n})")).collect();
-        Finding::text(
+        Finding::new(
             FindingKind::AmbiguousName,
-            format!(
-                "`{host}` resolves from {from} to the provider at [{}] but also to {strays}, where a client may land instead",
-                at.join(", ")
-            ),
+            "`{host}` resolves from {from} to the provider at [{providers}] but also to {strays}, where a client may land instead",
         )
+        .fact("providers", at.join(", "))
+        .fact("strays", &strays)
     };
-    let mut finding = finding.fact("host", host);
+    let mut finding = finding.fact("host", host).fact("from", from);
     for (addr, _) in &stray {
         finding = finding.fact("addr", addr);
     }

@@ -259,14 +259,12 @@ pub fn judge_name_tries(tries: &[NameTry], replicas_serve: bool) -> (Vec<Finding
             let Err(e) = &s.outcome else { continue };
             if e.not_ready && s.vip && replicas_serve {
                 findings.push(
-                    Finding::text(
+                    Finding::new(
                         FindingKind::SessionFailed,
-                        format!(
-                            "the name answers {}, which never answers ({}), while every replica serves at its own address: the VIP leads nowhere (no IPVS on the node?)",
-                            s.landed, e.text
-                        ),
+                        "the name answers {replica}, which never answers ({error}), while every replica serves at its own address: the VIP leads nowhere (no IPVS on the node?)",
                     )
-                    .fact("replica", &s.landed),
+                    .fact("replica", &s.landed)
+                    .fact("error", &e.text),
                 );
                 continue;
             }
@@ -280,17 +278,30 @@ pub fn judge_name_tries(tries: &[NameTry], replicas_serve: bool) -> (Vec<Finding
                 ));
                 continue;
             }
-            let message = match &opened {
-                Some(at) if *at != s.landed => format!(
-                    "the session{era} opened at {at} was not known to {}: {} failed: {} (requests through the name land on any replica; the provider keeps sessions per replica and has no affinity)",
-                    s.landed, s.step, e.text
+            let handshake = t.era == EraChoice::Handshake;
+            let finding = match &opened {
+                Some(at) if *at != s.landed => Finding::new(
+                    FindingKind::SessionFailed,
+                    if handshake {
+                        "the session (initialize handshake) opened at {opened} was not known to {replica}: {step} failed: {error} (requests through the name land on any replica; the provider keeps sessions per replica and has no affinity)"
+                    } else {
+                        "the session opened at {opened} was not known to {replica}: {step} failed: {error} (requests through the name land on any replica; the provider keeps sessions per replica and has no affinity)"
+                    },
+                )
+                .fact("opened", at),
+                _ => Finding::new(
+                    FindingKind::SessionFailed,
+                    if handshake {
+                        "a session (initialize handshake) through the name failed at {replica}: {step} failed: {error}"
+                    } else {
+                        "a session through the name failed at {replica}: {step} failed: {error}"
+                    },
                 ),
-                _ => format!("a session{era} through the name failed at {}: {} failed: {}", s.landed, s.step, e.text),
             };
-            findings.push(Finding::text(FindingKind::SessionFailed, message).fact("replica", &s.landed));
+            findings.push(finding.fact("replica", &s.landed).fact("step", &s.step).fact("error", &e.text));
         }
     }
-    findings.sort_by(|a, b| a.sentence().cmp(&b.sentence()));
+    findings.sort_by_key(Finding::sentence);
     findings.dedup_by(|a, b| a.facts.get("replica") == b.facts.get("replica") && a.kind == b.kind);
     (findings, evidence, waiting)
 }

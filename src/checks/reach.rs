@@ -78,6 +78,20 @@ pub enum Via {
 }
 
 impl Door {
+    /// `finding` with this door put before it, in the one set of words a door is shown
+    /// with (here and in evidence), and the door's facts: `addr`, `container`, `network`,
+    /// and `container_port` for a published port.
+    pub fn before(&self, finding: Finding) -> Finding {
+        let finding = match &self.via {
+            Via::Direct => finding.prefixed("{addr} ({container} on network {network})"),
+            Via::Published { container_port } => finding
+                .prefixed("{addr} (the host port published for {container} {container_port}, through gateway {network})")
+                .fact("container_port", container_port),
+            Via::Vip => finding.prefixed("{addr} (the virtual IP of service {container} on network {network})"),
+        };
+        finding.fact("addr", self.addr).fact("container", &self.container).fact("network", &self.network)
+    }
+
     /// The port the container itself listens on behind this door.
     pub fn container_port(&self) -> u16 {
         match &self.via {
@@ -100,19 +114,7 @@ pub struct Door {
 
 impl std::fmt::Display for Door {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.via {
-            Via::Direct => write!(f, "{} ({} on network {})", self.addr, self.container, self.network),
-            Via::Published { container_port } => {
-                write!(
-                    f,
-                    "{} (the host port published for {} {container_port}, through gateway {})",
-                    self.addr, self.container, self.network
-                )
-            }
-            Via::Vip => {
-                write!(f, "{} (the virtual IP of service {} on network {})", self.addr, self.container, self.network)
-            }
-        }
+        f.write_str(&crate::model::phrase(|f| self.before(f)))
     }
 }
 
@@ -312,12 +314,16 @@ impl Probe for ReachCheck {
             } else {
                 format!("`{}`", provider.id)
             };
-            let who = if self.app {
-                format!("client {}", self.client)
-            } else {
-                format!("client {} is not admitted to `{}` but", self.client, provider.id)
+            let lead = |f: Finding| {
+                let f = if self.app {
+                    f.prefixed("client {client} opened TCP to the app behind `{provider}` ({service}) at ")
+                        .fact("service", &service)
+                } else {
+                    f.prefixed("client {client} is not admitted to `{provider}` but opened TCP to `{provider}` at ")
+                };
+                f.fact("client", &self.client).fact("provider", &provider.id)
             };
-            let mut outcome = judge(&surface, &knocks, &who, &what, Crossing::Lateral);
+            let mut outcome = judge_led(&surface, &knocks, &what, Crossing::Lateral, lead);
             outcome.attempt.lead_with(deployment.probed_by(&client, &from));
             outcome
         })
@@ -379,19 +385,20 @@ pub enum Crossing {
 }
 
 impl Crossing {
+    /// The kind of a door that opened, and how it crossed (the sentence after the door).
     fn finding(self, via: &Via) -> (FindingKind, &'static str) {
         match (self, via) {
-            (Crossing::Lateral, Via::Direct) => (FindingKind::LateralReach, "lateral reach through a shared network"),
+            (Crossing::Lateral, Via::Direct) => (FindingKind::LateralReach, ": lateral reach through a shared network"),
             (Crossing::Lateral, Via::Vip) => {
-                (FindingKind::LateralReach, "lateral reach through the service's virtual IP")
+                (FindingKind::LateralReach, ": lateral reach through the service's virtual IP")
             }
             (Crossing::Lateral, Via::Published { .. }) => {
-                (FindingKind::PublishedPortReach, "reach through a port published on the host")
+                (FindingKind::PublishedPortReach, ": reach through a port published on the host")
             }
-            (Crossing::Egress, Via::Direct) => (FindingKind::Egress, "egress through a shared network"),
-            (Crossing::Egress, Via::Vip) => (FindingKind::Egress, "egress through the service's virtual IP"),
+            (Crossing::Egress, Via::Direct) => (FindingKind::Egress, ": egress through a shared network"),
+            (Crossing::Egress, Via::Vip) => (FindingKind::Egress, ": egress through the service's virtual IP"),
             (Crossing::Egress, Via::Published { .. }) => {
-                (FindingKind::Egress, "reach through a port published on the host")
+                (FindingKind::Egress, ": reach through a port published on the host")
             }
         }
     }
@@ -401,17 +408,30 @@ impl Crossing {
 /// is not ready; a success that did not repeat is transient. With references (swarm),
 /// a connect counts only when its answer is the container's own.
 pub fn judge(surface: &Surface, knocks: &[Knock], who: &str, what: &str, crossing: Crossing) -> Outcome {
+    let lead = |f: Finding| f.prefixed("{from} opened TCP to {target} at ").fact("from", who).fact("target", what);
+    judge_led(surface, knocks, what, crossing, lead)
+}
+
+/// [`judge`], with each finding's opening (who opened TCP to what, up to the door: a
+/// template ending in `" at "`, put before it with [`Finding::prefixed`]) given by `lead`.
+pub fn judge_led(
+    surface: &Surface,
+    knocks: &[Knock],
+    what: &str,
+    crossing: Crossing,
+    lead: impl Fn(Finding) -> Finding,
+) -> Outcome {
     let mut transient = Vec::new();
-    let attempt = judge_knocks(surface, knocks, who, what, crossing, &mut transient);
+    let attempt = judge_knocks(surface, knocks, what, crossing, &lead, &mut transient);
     Outcome { attempt, transient }
 }
 
 fn judge_knocks(
     surface: &Surface,
     knocks: &[Knock],
-    who: &str,
     what: &str,
     crossing: Crossing,
+    lead: &dyn Fn(Finding) -> Finding,
     transient: &mut Vec<String>,
 ) -> Attempt {
     let mut evidence: Vec<String> = surface.loopback_only.clone();
@@ -449,12 +469,7 @@ fn judge_knocks(
                     }
                 }
                 let (kind, how) = crossing.finding(&k.door.via);
-                findings.push(
-                    Finding::text(kind, format!("{who} opened TCP to {what} at {}: {how}", k.door))
-                        .fact("addr", k.door.addr)
-                        .fact("container", &k.door.container)
-                        .fact("network", &k.door.network),
-                );
+                findings.push(lead(k.door.before(Finding::new(kind, how))));
             }
             Ok(()) => transient.push(format!(
                 "{} connected once but not again ({}): the engine let it through for a moment",

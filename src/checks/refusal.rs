@@ -576,27 +576,32 @@ enum Verdict {
 /// to the same request, if there is one.
 fn classify(e: &Exchange, control: Option<&Try>, refusal: Refusal) -> Verdict {
     let at = &e.ask;
-    let finding = |kind: FindingKind, message: String| {
-        Verdict::Broken(Finding::text(kind, format!("{at}: {message}")).fact("entry", at).fact("status", e.status))
+    let finding = |kind: FindingKind, template: &'static str| {
+        Finding::new(kind, template).prefixed("{entry}: ").fact("entry", at).fact("status", e.status)
     };
-    let disclosed = if e.body.names.is_empty() {
-        "a tool inventory".to_string()
-    } else {
-        format!("tool name(s) {}", crate::text::name_list(e.body.names.iter().map(String::as_str), 20))
+    // What a disclosing answer gave away, put after the sentence so far.
+    let with_disclosed = |f: Finding| {
+        if e.body.names.is_empty() {
+            f.suffixed("a tool inventory")
+        } else {
+            f.suffixed("tool name(s) {tools}")
+                .fact("tools", crate::text::name_list(e.body.names.iter().map(String::as_str), 20))
+        }
     };
     // A borrowed session that serves is its own class (not bound, or handed out by a
     // refusal); what it disclosed is told with it.
     let borrowed_session = at.session_from.is_some() && (200..300).contains(&e.status);
     if e.body.discloses() && !borrowed_session {
-        return finding(FindingKind::ToolsDisclosed, format!("answered {} and disclosed {disclosed}", e.status));
+        let f = finding(FindingKind::ToolsDisclosed, "answered {status} and disclosed ");
+        return Verdict::Broken(with_disclosed(f));
     }
     if let Some(why) = &e.body.undecodable {
-        return finding(
-            FindingKind::Undecodable,
-            format!(
-                "answered {} with a body cordon cannot read ({why}): a refusal that cannot be read is not proof of one",
-                e.status
-            ),
+        return Verdict::Broken(
+            finding(
+                FindingKind::Undecodable,
+                "answered {status} with a body cordon cannot read ({error}): a refusal that cannot be read is not proof of one",
+            )
+            .fact("error", why),
         );
     }
     let served_kind = match at.session_from {
@@ -604,58 +609,67 @@ fn classify(e: &Exchange, control: Option<&Try>, refusal: Refusal) -> Verdict {
         Some(_) => FindingKind::RefusalSessionServes,
         None => FindingKind::SessionGranted,
     };
-    let served = |what: &str| {
-        let why = match served_kind {
-            FindingKind::SessionNotBound => " with the valid session's id: the session is not bound to its bearer",
-            FindingKind::RefusalSessionServes => ": the id a refusal handed out serves requests",
-            _ => "",
-        };
-        let and_disclosed = if e.body.discloses() { format!(" (disclosing {disclosed})") } else { String::new() };
-        finding(served_kind, format!("answered {} {what}{and_disclosed}{why}", e.status))
+    let served = |template: &'static str| {
+        let mut f = finding(served_kind, template);
+        if e.body.discloses() {
+            f = with_disclosed(f.suffixed(" (disclosing ")).suffixed(")");
+        }
+        Verdict::Broken(match served_kind {
+            FindingKind::SessionNotBound => {
+                f.suffixed(" with the valid session's id: the session is not bound to its bearer")
+            }
+            FindingKind::RefusalSessionServes => f.suffixed(": the id a refusal handed out serves requests"),
+            _ => f,
+        })
     };
+    let not_refused = |template: &'static str| Verdict::Broken(finding(FindingKind::NotRefused, template));
     match e.status {
-        300..=399 => finding(
-            FindingKind::Redirected,
-            format!(
-                "answered {} redirecting to {} — a redirect is not a refusal of the MCP protocol (a client that follows it reads a 200)",
-                e.status,
-                e.location.as_deref().unwrap_or("(no Location header)")
+        300..=399 => Verdict::Broken(match e.location.as_deref() {
+            Some(location) => finding(
+                FindingKind::Redirected,
+                "answered {status} redirecting to {location} — a redirect is not a refusal of the MCP protocol (a client that follows it reads a 200)",
+            )
+            .fact("location", location),
+            None => finding(
+                FindingKind::Redirected,
+                "answered {status} redirecting to (no Location header) — a redirect is not a refusal of the MCP protocol (a client that follows it reads a 200)",
             ),
-        ),
-        401 | 403 if e.body.has_result() => served("but carried a JSON-RPC result"),
-        401 | 403 if e.body.endpoint_event => served("but handed out a message endpoint"),
+        }),
+        401 | 403 if e.body.has_result() => served("answered {status} but carried a JSON-RPC result"),
+        401 | 403 if e.body.endpoint_event => served("answered {status} but handed out a message endpoint"),
         401 | 403 => Verdict::Refused,
         404 | 405 if matches!(at.entry, EntryPoint::SseGet | EntryPoint::Delete) => Verdict::Refused,
-        200..=299 if at.entry == EntryPoint::Delete => served("and ended the session"),
-        200..=299 if e.is_html() => {
-            finding(FindingKind::NotRefused, format!("answered {} with an HTML page, not a refusal", e.status))
+        200..=299 if at.entry == EntryPoint::Delete => served("answered {status} and ended the session"),
+        200..=299 if e.is_html() => not_refused("answered {status} with an HTML page, not a refusal"),
+        200..=299 if e.body.endpoint_event => {
+            served("answered {status} and handed out a message endpoint (a session)")
         }
-        200..=299 if e.body.endpoint_event => served("and handed out a message endpoint (a session)"),
-        200..=299 if e.body.has_result() => served("with a result"),
-        200..=299 if at.entry == EntryPoint::SseGet && e.is_event_stream() => served("and opened an event stream"),
+        200..=299 if e.body.has_result() => served("answered {status} with a result"),
+        200..=299 if at.entry == EntryPoint::SseGet && e.is_event_stream() => {
+            served("answered {status} and opened an event stream")
+        }
         200..=299 if e.body.has_error() && refusal == Refusal::JsonrpcError && e.session_id.is_none() => {
             Verdict::Refused
         }
-        200..=299 if e.body.has_error() && refusal == Refusal::HttpStatus => finding(
-            FindingKind::NotRefused,
-            format!(
-                "answered {} with a JSON-RPC error; only a provider marked `refusal: jsonrpc_error` may refuse that way, this one must answer 401 or 403",
-                e.status
-            ),
+        200..=299 if e.body.has_error() && refusal == Refusal::HttpStatus => not_refused(
+            "answered {status} with a JSON-RPC error; only a provider marked `refusal: jsonrpc_error` may refuse that way, this one must answer 401 or 403",
         ),
-        200..=299 if e.session_id.is_some() => served("and issued an mcp-session-id"),
-        202 => finding(FindingKind::NotRefused, "answered 202: the message was accepted".into()),
-        200..=299 => finding(FindingKind::NotRefused, format!("answered {}, which is not a refusal", e.status)),
+        200..=299 if e.session_id.is_some() => served("answered {status} and issued an mcp-session-id"),
+        202 => not_refused("answered 202: the message was accepted"),
+        200..=299 => not_refused("answered {status}, which is not a refusal"),
         500..=599 => Verdict::NotReady(format!("{at}: answered {}", e.status)),
         // A session that turns the bad bearer away, however it says so, did not serve.
         _ if at.session.is_some() || at.message_url.is_some() => Verdict::Refused,
         status => match control.and_then(Try::status) {
             Some(c) if c == status => Verdict::Neutral,
-            Some(c) => finding(
-                FindingKind::NotRefused,
-                format!("answered {status} where the valid bearer gets {c}; a refusal is 401 or 403"),
+            Some(c) => Verdict::Broken(
+                finding(
+                    FindingKind::NotRefused,
+                    "answered {status} where the valid bearer gets {control_status}; a refusal is 401 or 403",
+                )
+                .fact("control_status", c),
             ),
-            None => finding(FindingKind::NotRefused, format!("answered {status}; a refusal is 401 or 403")),
+            None => not_refused("answered {status}; a refusal is 401 or 403"),
         },
     }
 }
@@ -668,9 +682,9 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
         .shared_with
         .iter()
         .map(|other| {
-            Finding::text(
+            Finding::new(
                 FindingKind::SharedSecret,
-                format!("provider {other} holds the same secret: one credential opens both, so neither is confined"),
+                "provider {provider} holds the same secret: one credential opens both, so neither is confined",
             )
             .fact("provider", other)
         })
@@ -696,25 +710,26 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
                 let verdict = match &t.outcome {
                     Err(e) if e.not_ready => Verdict::NotReady(format!("{}: {}", t.ask, e.text)),
                     Err(e) => Verdict::Broken(
-                        Finding::text(FindingKind::NotRefused, format!("{}: {}", t.ask, e.text)).fact("entry", &t.ask),
+                        Finding::new(FindingKind::NotRefused, "{entry}: {error}")
+                            .fact("entry", &t.ask)
+                            .fact("error", &e.text),
                     ),
                     Ok(e) => classify(e, control, rule.refusal),
                 };
                 match verdict {
                     Verdict::Refused | Verdict::Neutral => {}
                     Verdict::NotReady(why) => not_ready.push(format!("{prefix}{label}: {why}")),
-                    Verdict::Broken(mut f) => {
+                    Verdict::Broken(f) => {
                         broken_here += 1;
-                        f.set_text(format!("{prefix}{} was not refused: {}", label, f.sentence()));
-                        f.facts.insert("replica".into(), o.replica.clone());
-                        f.facts.insert("bearer".into(), label.to_string());
-                        findings.push(f);
+                        let f = f.prefixed("{bearer} was not refused: ");
+                        let f = if many { f.prefixed("{replica}: ") } else { f };
+                        findings.push(f.fact("replica", &o.replica).fact("bearer", label));
                     }
                 }
             }
         }
         if broken_here == 0 {
-            match unjudgeable(o, &prefix, differs) {
+            match unjudgeable(o, &prefix, many, differs) {
                 Some(Ok(waiting)) => not_ready.push(waiting),
                 Some(Err(finding)) => cannot_judge.push(finding),
                 None => {}
@@ -758,7 +773,7 @@ fn valid_evidence(o: &ReplicaRefusal, prefix: &str) -> Vec<String> {
 /// Refusing everyone proves nothing: without a session for the valid bearer there is no
 /// session to refuse, whatever the bad bearers were told. A replica where nothing was
 /// broken waits (`Ok`) or cannot be judged (`Err`) while the valid bearer has no session.
-fn unjudgeable(o: &ReplicaRefusal, prefix: &str, differs: bool) -> Option<Result<String, Finding>> {
+fn unjudgeable(o: &ReplicaRefusal, prefix: &str, many: bool, differs: bool) -> Option<Result<String, Finding>> {
     match &o.valid {
         Err(e) if e.not_ready => Some(Ok(format!("{prefix}the valid bearer: {}", e.text))),
         Err(e) => {
@@ -768,16 +783,14 @@ fn unjudgeable(o: &ReplicaRefusal, prefix: &str, differs: bool) -> Option<Result
                 .filter_map(|t| t.status().map(|s| format!("{s} at {}", t.ask.entry)))
                 .take(4)
                 .collect();
-            let how = if differs { "cannot open a session either" } else { "gets the same answer" };
-            Some(Err(Finding::text(
-                FindingKind::CannotBeJudged,
-                format!(
-                    "{prefix}cannot be judged: the valid bearer {how} ({}; {}) — is `transport` right?",
-                    seen.join(", "),
-                    e.text
-                ),
-            )
-            .fact("replica", &o.replica)))
+            let template = if differs {
+                "cannot be judged: the valid bearer cannot open a session either ({seen}; {error}) — is `transport` right?"
+            } else {
+                "cannot be judged: the valid bearer gets the same answer ({seen}; {error}) — is `transport` right?"
+            };
+            let f = Finding::new(FindingKind::CannotBeJudged, template);
+            let f = if many { f.prefixed("{replica}: ") } else { f };
+            Some(Err(f.fact("replica", &o.replica).fact("seen", seen.join(", ")).fact("error", &e.text)))
         }
         Ok(_) => None,
     }
@@ -796,13 +809,13 @@ fn group(findings: Vec<Finding>) -> Vec<Finding> {
         }
     }
     out.into_iter()
-        .map(|(mut f, more)| {
-            if !more.is_empty() {
-                let joined = more.join("; ");
-                f.set_text(format!("{} (and the same at {} more entry point(s): {joined})", f.sentence(), more.len()));
-                f.facts.insert("more_entries".into(), joined);
+        .map(|(f, more)| {
+            if more.is_empty() {
+                return f;
             }
-            f
+            f.suffixed(" (and the same at {more} more entry point(s): {more_entries})")
+                .fact("more", more.len())
+                .fact("more_entries", more.join("; "))
         })
         .collect()
 }

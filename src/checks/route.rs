@@ -191,15 +191,16 @@ pub fn judge(
             Some(Err(e)) if listens => {
                 evidence.push(format!("{target} ({container} on {network}): {e}"));
                 findings.push(
-                    Finding::text(
+                    Finding::new(
                         FindingKind::ProviderNotAccepting,
-                        format!(
-                            "{container} listens on port {} but {from} cannot connect to {target} on {network}: {e}",
-                            o.port
-                        ),
+                        "{container} listens on port {port} but {from} cannot connect to {addr} on {network}: {error}",
                     )
                     .fact("addr", target)
-                    .fact("container", &container),
+                    .fact("container", &container)
+                    .fact("port", o.port)
+                    .fact("from", from)
+                    .fact("network", &network)
+                    .fact("error", e),
                 );
             }
             Some(Err(e)) => {
@@ -269,7 +270,7 @@ mod tests {
         #[case] unsettled: Option<&str>,
         #[case] want: &str,
     ) {
-        let failed = Attempt::failed(vec![Finding::text(kind, "x")], vec!["seen".into()]);
+        let failed = Attempt::failed(vec![Finding::new(kind, "x")], vec!["seen".into()]);
         let got = match not_yet_if_unsettled(failed, unsettled.map(str::to_string)) {
             Attempt::Fail { .. } => "fail",
             Attempt::NotReady { reason, evidence } => {

@@ -242,24 +242,24 @@ pub fn judge_log(seen: &LogSeen) -> (Vec<Finding>, String) {
         .map(|(credential, hits)| {
             let named: Vec<String> =
                 hits.iter().take(LINES_NAMED).map(|h| format!("{} line {} ({})", h.stream, h.line, h.form)).collect();
+            let logged = "container {container} logged credential {credential}: {lines}";
+            let mut f = Finding::new(FindingKind::SecretInLog, logged)
+                .fact("container", &seen.container)
+                .fact("credential", credential)
+                .fact("stream", hits[0].stream)
+                .fact("line", hits[0].line)
+                .fact("lines", named.join(", "));
             let more = hits.len().saturating_sub(LINES_NAMED);
-            let more = if more > 0 { format!(" and {more} more line(s)") } else { String::new() };
+            if more > 0 {
+                f = f.suffixed(" and {more} more line(s)").fact("more", more);
+            }
             let queried = hits.iter().filter(|h| h.in_query).count();
-            let note = if queried > 0 {
-                format!(
-                    "; {queried} of these lines hold it in a URL query string (cordon's refusal checks send the valid credential as `access_token`, `token` and `api_key` to prove it is refused there: this log keeps query strings unmasked)"
-                )
-            } else {
-                String::new()
-            };
-            Finding::text(
-                FindingKind::SecretInLog,
-                format!("container {} logged credential {credential}: {}{more}{note}", seen.container, named.join(", ")),
-            )
-            .fact("container", &seen.container)
-            .fact("credential", credential)
-            .fact("stream", hits[0].stream)
-            .fact("line", hits[0].line)
+            if queried > 0 {
+                f = f
+                    .suffixed("; {queried} of these lines hold it in a URL query string (cordon's refusal checks send the valid credential as `access_token`, `token` and `api_key` to prove it is refused there: this log keeps query strings unmasked)")
+                    .fact("queried", queried);
+            }
+            f
         })
         .collect();
     (findings, line)
@@ -271,15 +271,14 @@ pub fn urls_in_scenario(scenario: &Scenario, scanner: &Scanner) -> Vec<Finding> 
     for p in &scenario.providers {
         for (credential, form, part) in in_url(p.url.as_str(), scanner) {
             out.push(
-                Finding::text(
+                Finding::new(
                     FindingKind::SecretInUrl,
-                    format!(
-                        "provider `{}`'s URL carries credential {credential} in its {part} ({form}): a key in the URL reaches every log and proxy on the way; hide it behind a header-authenticated proxy",
-                        p.id
-                    ),
+                    "provider `{provider}`'s URL carries credential {credential} in its {part} ({form}): a key in the URL reaches every log and proxy on the way; hide it behind a header-authenticated proxy",
                 )
                 .fact("provider", &p.id)
-                .fact("credential", credential),
+                .fact("credential", credential)
+                .fact("part", part)
+                .fact("form", form),
             );
         }
     }
@@ -293,13 +292,15 @@ pub fn urls_in_environment(container: &str, env: &[(String, String)], scanner: &
         for url in urls_in_text(value) {
             for (credential, form, part) in in_url(url, scanner) {
                 out.push(
-                    Finding::text(
+                    Finding::new(
                         FindingKind::SecretInUrl,
-                        format!("container {container}: a URL in its environment variable {var} carries credential {credential} in its {part} ({form})"),
+                        "container {container}: a URL in its environment variable {variable} carries credential {credential} in its {part} ({form})",
                     )
                     .fact("container", container)
                     .fact("variable", var)
-                    .fact("credential", credential),
+                    .fact("credential", credential)
+                    .fact("part", part)
+                    .fact("form", form),
                 );
             }
         }

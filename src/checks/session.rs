@@ -146,12 +146,9 @@ impl Probe for SessionCheck {
             let client = ctx.scenario.clients.iter().find(|c| c.id == self.client).expect("validated consumer");
             let Some(credential) = client.credentials.get(&provider.id) else {
                 return Attempt::failed(
-                    vec![Finding::text(
+                    vec![Finding::new(
                         FindingKind::SessionFailed,
-                        format!(
-                            "client `{}` is admitted to `{}` but the scenario gives it no credential for it (clients.{}.credentials.{})",
-                            client.id, provider.id, client.id, provider.id
-                        ),
+                        "client `{client}` is admitted to `{provider}` but the scenario gives it no credential for it (clients.{client}.credentials.{provider})",
                     ).fact("client", &client.id).fact("provider", &provider.id)],
                     vec![],
                 );

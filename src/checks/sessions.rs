@@ -180,15 +180,19 @@ pub fn judge_runs(runs: &[SessionRun], read: Option<&ReadSpec>, mut evidence: Ve
     for run in runs {
         evidence.extend(run.evidence());
         if let Some((step, e)) = &run.failed {
-            let text = format!("{}: {step} failed: {}", run.replica, e.text);
             if e.not_ready {
-                not_ready.push(text);
+                not_ready.push(format!("{}: {step} failed: {}", run.replica, e.text));
             } else {
                 let kind = match step {
                     SessionStep::Call(_) => FindingKind::ReadFailed,
                     _ => FindingKind::SessionFailed,
                 };
-                findings.push(Finding::text(kind, text).fact("replica", &run.replica));
+                findings.push(
+                    Finding::new(kind, "{replica}: {step} failed: {error}")
+                        .fact("replica", &run.replica)
+                        .fact("step", step)
+                        .fact("error", &e.text),
+                );
             }
             continue;
         }
@@ -196,10 +200,7 @@ pub fn judge_runs(runs: &[SessionRun], read: Option<&ReadSpec>, mut evidence: Ve
             && let Attempt::Fail { findings: f, evidence: e } = judge_read(&read.tool, &read.expect, result, vec![])
         {
             evidence.extend(e.into_iter().map(|l| format!("{}: {l}", run.replica)));
-            findings.extend(f.into_iter().map(|mut f| {
-                f.set_text(format!("{}: {}", run.replica, f.sentence()));
-                f.fact("replica", &run.replica)
-            }));
+            findings.extend(f.into_iter().map(|f| f.prefixed("{replica}: ").fact("replica", &run.replica)));
         }
     }
     Attempt::settle(findings, not_ready, evidence)
@@ -210,28 +211,24 @@ pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evi
     if result.is_error {
         return Attempt::failed(
             vec![
-                Finding::text(
-                    FindingKind::ReadFailed,
-                    format!(
-                        "read tool `{tool}` returned isError: true: {}",
-                        crate::text::body_excerpt(result.text.join(" ").as_bytes(), 200)
-                    ),
-                )
-                .fact("tool", tool)
-                .fact("is_error", true),
+                Finding::new(FindingKind::ReadFailed, "read tool `{tool}` returned isError: true: {text}")
+                    .fact("tool", tool)
+                    .fact("is_error", true)
+                    .fact("text", crate::text::body_excerpt(result.text.join(" ").as_bytes(), 200)),
             ],
             evidence,
         );
     }
-    let failed = |message: String| {
-        Attempt::failed(vec![Finding::text(FindingKind::ReadFailed, message).fact("tool", tool)], evidence.clone())
+    let failed = |template: &'static str, expected: String| {
+        let finding = Finding::new(FindingKind::ReadFailed, template).fact("tool", tool).fact("expected", expected);
+        Attempt::failed(vec![finding], evidence.clone())
     };
     match expect {
         Expectation::TextContains(needle) => {
             if result.text.iter().any(|t| t.contains(needle.as_str())) {
                 Attempt::Pass { evidence }
             } else {
-                failed(format!("read tool `{tool}` returned no text containing {needle:?}"))
+                failed("read tool `{tool}` returned no text containing {expected}", format!("{needle:?}"))
             }
         }
         Expectation::JsonSubset(expected) => {
@@ -243,9 +240,10 @@ pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evi
             if candidates.any(|c| json_contains(&c, expected)) {
                 Attempt::Pass { evidence }
             } else {
-                failed(format!(
-                    "read tool `{tool}` returned nothing (structuredContent or JSON text) containing {expected}"
-                ))
+                failed(
+                    "read tool `{tool}` returned nothing (structuredContent or JSON text) containing {expected}",
+                    expected.to_string(),
+                )
             }
         }
     }

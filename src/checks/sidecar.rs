@@ -69,9 +69,9 @@ impl Probe for InterfacesCheck {
                 let (f, e) = judge_interfaces(&topology, target, &declared, &lines, allow_gwbridge);
                 let prefix = if targets.len() > 1 { format!("{}: ", target.name) } else { String::new() };
                 evidence.extend(e.into_iter().map(|l| format!("{prefix}{l}")));
-                findings.extend(f.into_iter().map(|mut f| {
-                    f.set_text(format!("{prefix}{}", f.sentence()));
-                    f.fact("container", &target.name)
+                findings.extend(f.into_iter().map(|f| {
+                    let f = f.fact("container", &target.name);
+                    if targets.len() > 1 { f.prefixed("{container}: ") } else { f }
                 }));
             }
             Attempt::from_findings(findings, evidence)
@@ -126,20 +126,21 @@ pub fn judge_interfaces(
     if on_gwbridge.len() > 1 {
         let list: Vec<String> = on_gwbridge.iter().map(|(i, a)| format!("{i} {a}")).collect();
         problems.push(
-            Finding::text(
+            Finding::new(
                 FindingKind::AddressOutsideDeclared,
-                format!("{} interfaces on {GWBRIDGE} ({}): swarm gives a task one", on_gwbridge.len(), list.join(", ")),
+                "{interfaces} interfaces on {network} ({interface_addrs}): swarm gives a task one",
             )
             .fact("network", GWBRIDGE)
-            .fact("interfaces", on_gwbridge.len()),
+            .fact("interfaces", on_gwbridge.len())
+            .fact("interface_addrs", list.join(", ")),
         );
     }
     problems.extend(addresses_outside(topology, &kernel, &declared_facts, gwbridge));
     problems.extend(declared_without_interface(topology, &kernel, &declared_facts));
     problems.extend(views_disagree(target, &kernel, gwbridge));
     problems.extend(undeclared_attachments(topology, target, declared, allow_gwbridge));
-    problems.sort_by(|a, b| a.sentence().cmp(&b.sentence()));
-    problems.dedup_by(|a, b| a.sentence() == b.sentence());
+    problems.sort_by_key(|f| f.sentence());
+    problems.dedup();
     (problems, evidence)
 }
 
@@ -154,23 +155,23 @@ fn addresses_outside(
     for (ifname, addr) in kernel {
         let home = declared_facts.iter().find(|(_, f)| f.is_some_and(|f| f.contains(*addr)));
         if home.is_none() && !gwbridge.is_some_and(|g| g.contains(*addr)) {
-            let on = topology
-                .networks
-                .values()
-                .find(|n| n.contains(*addr))
-                .map(|n| match n.name.as_str() {
-                    INGRESS => " (it is on network ingress: a port published through the routing mesh)".to_string(),
-                    GWBRIDGE => format!(" (it is on network {GWBRIDGE}, allowed in swarm mode only)"),
-                    _ => format!(" (it is on network {})", topology.network_key(&n.name)),
-                })
-                .unwrap_or_default();
-            out.push(
-                Finding::text(
-                    FindingKind::AddressOutsideDeclared,
-                    format!("{ifname} {addr} lies in no declared network's subnet{on}"),
-                )
-                .fact("addr", addr),
-            );
+            let f = Finding::new(
+                FindingKind::AddressOutsideDeclared,
+                "{interface} {addr} lies in no declared network's subnet",
+            )
+            .fact("interface", ifname)
+            .fact("addr", addr);
+            let on = topology.networks.values().find(|n| n.contains(*addr));
+            out.push(match on.map(|n| n.name.as_str()) {
+                None => f,
+                Some(INGRESS) => f
+                    .suffixed(" (it is on network {network}: a port published through the routing mesh)")
+                    .fact("network", INGRESS),
+                Some(GWBRIDGE) => {
+                    f.suffixed(" (it is on network {network}, allowed in swarm mode only)").fact("network", GWBRIDGE)
+                }
+                Some(name) => f.suffixed(" (it is on network {network})").fact("network", topology.network_key(name)),
+            });
         }
     }
     out
@@ -186,16 +187,17 @@ fn declared_without_interface(
     for (key, facts) in declared_facts {
         match facts {
             None => out.push(
-                Finding::text(
+                Finding::new(
                     FindingKind::MissingDeclaredNetwork,
-                    format!("declared network `{key}` does not exist in project {}", topology.project),
+                    "declared network `{network}` does not exist in project {project}",
                 )
-                .fact("network", key),
+                .fact("network", key)
+                .fact("project", &topology.project),
             ),
             Some(f) if !kernel.iter().any(|(_, a)| f.contains(*a)) => out.push(
-                Finding::text(
+                Finding::new(
                     FindingKind::MissingDeclaredNetwork,
-                    format!("declared network `{key}` has no interface in the sidecar"),
+                    "declared network `{network}` has no interface in the sidecar",
                 )
                 .fact("network", key),
             ),
@@ -212,20 +214,17 @@ fn views_disagree(target: &Target, kernel: &[(String, IpAddr)], gwbridge: Option
     let engine_addrs: BTreeSet<IpAddr> = target.addresses().into_iter().collect();
     for missing in engine_addrs.difference(&kernel_addrs) {
         out.push(
-            Finding::text(
-                FindingKind::ViewsDisagree,
-                format!("the engine reports {missing} but the kernel has no such address"),
-            )
-            .fact("addr", missing)
-            .fact("seen_by", "engine"),
+            Finding::new(FindingKind::ViewsDisagree, "the engine reports {addr} but the kernel has no such address")
+                .fact("addr", missing)
+                .fact("seen_by", "engine"),
         );
     }
     for extra in kernel_addrs.difference(&engine_addrs) {
         if !gwbridge.is_some_and(|g| g.contains(*extra)) {
             out.push(
-                Finding::text(
+                Finding::new(
                     FindingKind::ViewsDisagree,
-                    format!("the kernel has {extra} but the engine reports no attachment with it"),
+                    "the kernel has {addr} but the engine reports no attachment with it",
                 )
                 .fact("addr", extra)
                 .fact("seen_by", "kernel"),
@@ -248,7 +247,7 @@ fn undeclared_attachments(
         let platform_plumbing = allow_gwbridge && att.network == GWBRIDGE;
         if !platform_plumbing && !declared.iter().any(|d| d == key) {
             out.push(
-                Finding::text(FindingKind::UndeclaredNetwork, format!("attached to undeclared network `{key}`"))
+                Finding::new(FindingKind::UndeclaredNetwork, "attached to undeclared network `{network}`")
                     .fact("network", key),
             );
         }
@@ -297,25 +296,27 @@ impl Probe for HardeningCheck {
                 evidence.push(format!("{}: {}", target.name, serde_json::to_string(facts).unwrap_or_default()));
                 let mut here = hardening_findings(facts);
                 if deployment.mode == Mode::Swarm {
-                    for (_, f) in here.iter_mut().filter(|(rule, _)| *rule == "no_new_privileges") {
-                        f.push_str(" (a swarm service cannot set it: docker stack deploy ignores security_opt and the service API has no such field)");
-                    }
+                    let why = " (a swarm service cannot set it: docker stack deploy ignores security_opt and the service API has no such field)";
+                    here = here
+                        .into_iter()
+                        .map(|(rule, f)| if rule == "no_new_privileges" { (rule, f.suffixed(why)) } else { (rule, f) })
+                        .collect();
                 }
                 // The configured user can name root without saying "root" ("00", a name
                 // the image maps to uid 0): the kernel's answer settles it.
                 match deployment.proc_facts(target).await.ok().and_then(|f| f.uid) {
                     Some(0) if !here.iter().any(|(rule, _)| *rule == "root") => {
-                        here.push(("root", "runs as root (its process has effective uid 0)".into()));
+                        here.push(("root", hardening("runs as root (its process has effective uid 0)")));
                     }
                     Some(uid) => evidence.push(format!("{}: process effective uid {uid}", target.name)),
                     None => evidence
                         .push(format!("{}: effective uid unreadable from /proc/{}/status", target.name, target.pid)),
                 }
-                findings.extend(here.into_iter().map(|(rule, f)| {
-                    Finding::text(FindingKind::Hardening, format!("{}: {f}", target.name))
-                        .fact("container", &target.name)
-                        .fact("rule", rule)
-                }));
+                findings.extend(
+                    here.into_iter().map(|(rule, f)| {
+                        f.prefixed("{container}: ").fact("container", &target.name).fact("rule", rule)
+                    }),
+                );
             }
             Attempt::from_findings(findings, evidence)
         })
@@ -336,57 +337,73 @@ fn is_engine_bind(source: &str, destination: &str) -> bool {
     exposes(source) || exposes(destination)
 }
 
+fn hardening(template: &'static str) -> Finding {
+    Finding::new(FindingKind::Hardening, template)
+}
+
 /// Each rule the sidecar breaks: its stable code (the `rule` fact a baseline can name)
-/// and what was seen.
-pub fn hardening_findings(f: &HardeningFacts) -> Vec<(&'static str, String)> {
+/// and what was seen (a finding the caller adds the container to).
+pub fn hardening_findings(f: &HardeningFacts) -> Vec<(&'static str, Finding)> {
     let mut out = Vec::new();
     let user = f.user.trim();
     let name = user.split(':').next().unwrap_or_default();
     if name.is_empty() || name == "root" || name.parse::<u32>() == Ok(0) {
-        out.push(("root", format!("runs as root (user {:?})", f.user)));
+        out.push(("root", hardening("runs as root (user {user})").fact("user", format!("{:?}", f.user))));
     }
     if !f.read_only_rootfs {
-        out.push(("writable_rootfs", "root filesystem is writable (read_only is not set)".into()));
+        out.push(("writable_rootfs", hardening("root filesystem is writable (read_only is not set)")));
     }
     if !f.cap_drop.iter().any(|c| c.eq_ignore_ascii_case("ALL") || c.eq_ignore_ascii_case("CAP_ALL")) {
         out.push((
             "capabilities_kept",
-            format!("capabilities are not all dropped (cap_drop: [{}])", f.cap_drop.join(", ")),
+            hardening("capabilities are not all dropped (cap_drop: [{cap_drop}])")
+                .fact("cap_drop", f.cap_drop.join(", ")),
         ));
     }
     if !f.cap_add.is_empty() {
-        out.push(("capabilities_added", format!("capabilities added: {}", f.cap_add.join(", "))));
+        out.push((
+            "capabilities_added",
+            hardening("capabilities added: {cap_add}").fact("cap_add", f.cap_add.join(", ")),
+        ));
     }
     if !f.no_new_privileges {
-        out.push(("no_new_privileges", "no-new-privileges is not set".into()));
+        out.push(("no_new_privileges", hardening("no-new-privileges is not set")));
     }
     if f.privileged {
-        out.push(("privileged", "runs privileged".into()));
+        out.push(("privileged", hardening("runs privileged")));
     }
     if f.network_mode == "host" {
-        out.push(("host_network", "uses the host network namespace".into()));
+        out.push(("host_network", hardening("uses the host network namespace")));
     }
     if f.pid_mode == "host" {
-        out.push(("host_pid", "uses the host pid namespace".into()));
+        out.push(("host_pid", hardening("uses the host pid namespace")));
     }
     for m in f.binds() {
         if is_engine_bind(&m.source, &m.destination) {
-            out.push(("engine_bind", format!("mounts {} at {} (docker socket or /var/run)", m.source, m.destination)));
+            out.push((
+                "engine_bind",
+                hardening("mounts {source} at {destination} (docker socket or /var/run)")
+                    .fact("source", &m.source)
+                    .fact("destination", &m.destination),
+            ));
         }
     }
     if f.memory_limit.is_none() {
-        out.push(("memory_limit", "no memory limit".into()));
+        out.push(("memory_limit", hardening("no memory limit")));
     }
     if !f.cpu.is_set() {
-        out.push(("cpu_limit", "no CPU limit".into()));
+        out.push(("cpu_limit", hardening("no CPU limit")));
     }
     if f.pids_limit.is_none() {
-        out.push(("pids_limit", "no PID limit".into()));
+        out.push(("pids_limit", hardening("no PID limit")));
     }
     if !f.published_ports.is_empty() {
         let ports: Vec<String> =
             f.published_ports.iter().map(|p| format!("{} → {}:{}", p.container_port, p.host_ip, p.host_port)).collect();
-        out.push(("published_ports", format!("publishes ports on the host: {}", ports.join(", "))));
+        out.push((
+            "published_ports",
+            hardening("publishes ports on the host: {ports}").fact("ports", ports.join(", ")),
+        ));
     }
     out
 }
@@ -432,7 +449,7 @@ mod tests {
         for user in ["", "root", "0", "00", "0:0", "root:root"] {
             let mut f = locked_down();
             f.user = user.into();
-            assert!(hardening_findings(&f).iter().any(|(_, x)| x.contains("runs as root")), "user {user:?}");
+            assert!(hardening_findings(&f).iter().any(|(_, x)| x.sentence().contains("runs as root")), "user {user:?}");
         }
     }
 
@@ -449,7 +466,7 @@ mod tests {
             let mut f = locked_down();
             f.mounts.push(bind(source, destination));
             assert!(
-                hardening_findings(&f).iter().any(|(_, x)| x.contains("docker socket")),
+                hardening_findings(&f).iter().any(|(_, x)| x.sentence().contains("docker socket")),
                 "{source} -> {destination}"
             );
         }
@@ -467,7 +484,7 @@ mod tests {
         f.memory_limit = None;
         f.cpu = CpuLimit::default();
         f.pids_limit = None;
-        let findings = hardening_findings(&f).into_iter().map(|(_, x)| x).collect::<Vec<_>>().join("; ");
+        let findings = hardening_findings(&f).into_iter().map(|(_, x)| x.sentence()).collect::<Vec<_>>().join("; ");
         for expected in [
             "not all dropped",
             "added: NET_ADMIN",

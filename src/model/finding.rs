@@ -109,16 +109,6 @@ impl Finding {
         Self { kind, shape: Shape::Template(Cow::Borrowed(template)), facts: BTreeMap::new() }
     }
 
-    /// TRANSITION ONLY: a sentence formatted at the call site.
-    pub fn text(kind: FindingKind, message: impl Into<String>) -> Self {
-        Self { kind, shape: Shape::Rendered(message.into()), facts: BTreeMap::new() }
-    }
-
-    /// TRANSITION ONLY.
-    pub fn set_text(&mut self, message: String) {
-        self.shape = Shape::Rendered(message);
-    }
-
     /// A finding no family has classified: its whole sentence is its one fact, `reason`.
     pub fn unclassified(reason: impl ToString) -> Self {
         Self::new(FindingKind::Other, "{reason}").fact("reason", reason)
@@ -173,6 +163,12 @@ impl Finding {
             Shape::Rendered(text) => text.clone(),
         }
     }
+}
+
+/// The words `compose` puts around an empty sentence, rendered as findings are: a phrase
+/// that findings and evidence share (a door, a credential's name), written once.
+pub fn phrase(compose: impl FnOnce(Finding) -> Finding) -> String {
+    compose(Finding::new(FindingKind::Other, "")).sentence()
 }
 
 /// Fills each `{name}` from `facts`; `{{`/`}}` are braces. A placeholder with no fact is

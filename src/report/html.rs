@@ -227,7 +227,7 @@ mod tests {
             Verdict::Failed,
             "x</td><script>alert(1)</script>",
         );
-        leak.findings.push(Finding::text(FindingKind::LateralReach, "x").fact("addr", "10.0.6.4:8000"));
+        leak.findings.push(Finding::new(FindingKind::LateralReach, "x").fact("addr", "10.0.6.4:8000"));
         leak.evidence.push("tool \u{202e}evil\n<b>".into());
         let report = RunReport {
             scenario: "ref".into(),

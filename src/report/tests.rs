@@ -120,7 +120,7 @@ fn hostile_report() -> RunReport {
         result.evidence = HOSTILE.iter().map(|h| format!("served: {h}")).collect();
         result.transient = vec![h.to_string()];
         result.id.client = Some(h.into());
-        result.findings = vec![Finding::text(FindingKind::ToolsDisclosed, h).fact(h, h)];
+        result.findings = vec![Finding::new(FindingKind::ToolsDisclosed, "{hostile}").fact("hostile", h).fact(h, h)];
     }
     r
 }

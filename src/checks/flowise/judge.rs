@@ -22,13 +22,25 @@ pub struct WantedEntry {
     pub schema_sha256: Option<String>,
 }
 
+/// Why Flowise must hold no entry for a provider of the scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Forbidden {
+    /// The provider is disabled.
+    Disabled,
+    /// The provider does not admit this client.
+    NotAdmitted { client: String },
+    /// The provider speaks HTTP+SSE only; Flowise's registry takes Streamable-HTTP providers.
+    Sse,
+}
+
 /// The declared registry of one Flowise, derived from the scenario.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Desired {
     pub prefix: String,
     pub entries: Vec<WantedEntry>,
     /// Providers of the scenario Flowise must hold no entry for, and why.
-    pub forbidden: BTreeMap<String, String>,
+    pub forbidden: BTreeMap<String, Forbidden>,
     /// API keys (by name) that may see the managed servers.
     pub admin_keys: Vec<String>,
 }
@@ -41,11 +53,11 @@ impl Desired {
             Desired { prefix: flowise.prefix.clone(), admin_keys: flowise.admin_keys.clone(), ..Desired::default() };
         for p in &scenario.providers {
             let why = if p.disabled {
-                Some("is disabled".to_string())
+                Some(Forbidden::Disabled)
             } else if !p.allowed_consumers.iter().any(|a| a == client) {
-                Some(format!("does not admit `{client}`"))
+                Some(Forbidden::NotAdmitted { client: client.to_string() })
             } else if p.transport == Transport::Sse {
-                Some("speaks HTTP+SSE only (Flowise's registry takes Streamable-HTTP providers)".to_string())
+                Some(Forbidden::Sse)
             } else {
                 None
             };
@@ -66,8 +78,8 @@ impl Desired {
     }
 }
 
-fn drift(message: String) -> Finding {
-    Finding::text(FindingKind::RegistryDrift, message)
+fn drift(template: &'static str) -> Finding {
+    Finding::new(FindingKind::RegistryDrift, template)
 }
 
 /// `flowise::registry`: the registry holds exactly the declared entries, each holding its
@@ -79,15 +91,16 @@ pub fn judge_registry(view: &RegistryView, desired: &Desired) -> Vec<Finding> {
         let held: Vec<&EntrySeen> = view.entries.iter().filter(|e| e.name == want.name).collect();
         match held.as_slice() {
             [] => findings.push(
-                drift(format!(
-                    "no entry `{}` for provider `{}` (declared at {})",
-                    want.name, want.provider, want.origin
-                ))
-                .fact("provider", &want.provider),
+                drift("no entry `{entry}` for provider `{provider}` (declared at {declared})")
+                    .fact("provider", &want.provider)
+                    .fact("entry", &want.name)
+                    .fact("declared", &want.origin),
             ),
             [one] => findings.extend(judge_entry(one, want)),
             many => findings.push(
-                drift(format!("{} entries are named `{}`: exactly one may be", many.len(), want.name))
+                drift("{count} entries are named `{entry}`: exactly one may be")
+                    .fact("count", many.len())
+                    .fact("entry", &want.name)
                     .fact("provider", &want.provider)
                     .fact("entries", many.iter().map(|e| e.id.as_str()).collect::<Vec<_>>().join(", ")),
             ),
@@ -96,30 +109,35 @@ pub fn judge_registry(view: &RegistryView, desired: &Desired) -> Vec<Finding> {
     for e in view.entries.iter().filter(|e| e.name.starts_with(&desired.prefix)) {
         let provider = &e.name[desired.prefix.len()..];
         if let Some(why) = desired.forbidden.get(provider) {
-            findings.push(
-                drift(format!("an entry `{}` exists for provider `{provider}`, which {why}: none may", e.name))
-                    .fact("provider", provider),
-            );
+            let f = match why {
+                Forbidden::Disabled => {
+                    drift("an entry `{entry}` exists for provider `{provider}`, which is disabled: none may")
+                }
+                Forbidden::NotAdmitted { client } => drift(
+                    "an entry `{entry}` exists for provider `{provider}`, which does not admit `{client}`: none may",
+                )
+                .fact("client", client),
+                Forbidden::Sse => drift(
+                    "an entry `{entry}` exists for provider `{provider}`, which speaks HTTP+SSE only (Flowise's registry takes Streamable-HTTP providers): none may",
+                ),
+            };
+            findings.push(f.fact("entry", &e.name).fact("provider", provider));
         } else if !desired.entries.iter().any(|w| w.provider == provider) {
             findings.push(
-                drift(format!(
-                    "entry `{}` carries the managed prefix `{}` but names no provider of the scenario",
-                    e.name, desired.prefix
-                ))
-                .fact("entry", &e.name),
+                drift("entry `{entry}` carries the managed prefix `{prefix}` but names no provider of the scenario")
+                    .fact("entry", &e.name)
+                    .fact("prefix", &desired.prefix),
             );
         }
     }
     for e in &view.entries {
         for leak in &e.leaks {
             findings.push(
-                Finding::text(
+                Finding::new(
                     FindingKind::SecretInPlain,
-                    format!(
-                        "entry `{}` shows the value of credential `{}` in its plain field `{}` (only the encrypted custom headers may hold it)",
-                        e.name, leak.credential, leak.field
-                    ),
+                    "entry `{entry}` shows the value of credential `{credential}` in its plain field `{field}` (only the encrypted custom headers may hold it)",
                 )
+                .fact("entry", &e.name)
                 .fact("credential", &leak.credential)
                 .fact("field", &leak.field),
             );
@@ -128,16 +146,12 @@ pub fn judge_registry(view: &RegistryView, desired: &Desired) -> Vec<Finding> {
     for f in &view.flows {
         for leak in &f.leaks {
             findings.push(
-                Finding::text(
+                Finding::new(
                     FindingKind::SecretInPlain,
-                    format!(
-                        "{} `{}` holds the value of credential `{}` in `{}`",
-                        f.kind.to_lowercase(),
-                        f.name,
-                        leak.credential,
-                        leak.field
-                    ),
+                    "{flow_type} `{flow}` holds the value of credential `{credential}` in `{field}`",
                 )
+                .fact("flow_type", f.kind.to_lowercase())
+                .fact("flow", &f.name)
                 .fact("credential", &leak.credential)
                 .fact("field", &leak.field),
             );
@@ -148,32 +162,29 @@ pub fn judge_registry(view: &RegistryView, desired: &Desired) -> Vec<Finding> {
 
 fn judge_entry(e: &EntrySeen, want: &WantedEntry) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let fact = |f: Finding| f.fact("provider", &want.provider);
+    let fact = |f: Finding| f.fact("provider", &want.provider).fact("entry", &e.name);
     if e.origin() != want.origin {
-        findings.push(fact(drift(format!(
-            "entry `{}` points at {}, not at provider `{}`'s {}",
-            e.name,
-            e.origin(),
-            want.provider,
-            want.origin
-        ))));
+        findings.push(fact(
+            drift("entry `{entry}` points at {origin}, not at provider `{provider}`'s {declared}")
+                .fact("origin", e.origin())
+                .fact("declared", &want.origin),
+        ));
     }
     // Any header name will do (a provider may take its key as `X-Api-Key`): what matters
     // is that the credential sits where Flowise encrypts and masks it; AUTHORIZED below
     // shows the provider accepted it.
     if e.auth_type != "CUSTOM_HEADERS" || e.header_names.is_empty() {
-        findings.push(fact(drift(format!(
-            "entry `{}` holds no credential in Flowise's encrypted custom headers (auth {}, headers [{}])",
-            e.name,
-            e.auth_type,
-            e.header_names.join(", ")
-        ))));
+        findings.push(fact(
+            drift("entry `{entry}` holds no credential in Flowise's encrypted custom headers (auth {auth}, headers [{headers}])")
+                .fact("auth", &e.auth_type)
+                .fact("headers", e.header_names.join(", ")),
+        ));
     }
     if e.status != "AUTHORIZED" {
-        findings.push(fact(drift(format!(
-            "entry `{}` is {}, not AUTHORIZED: Flowise could not connect to it with its headers",
-            e.name, e.status
-        ))));
+        findings.push(fact(
+            drift("entry `{entry}` is {status}, not AUTHORIZED: Flowise could not connect to it with its headers")
+                .fact("status", &e.status),
+        ));
         return findings;
     }
     let mut served = e.tools.clone();
@@ -182,25 +193,26 @@ fn judge_entry(e: &EntrySeen, want: &WantedEntry) -> Vec<Finding> {
     allowed.sort();
     if served != allowed {
         findings.push(fact(
-            Finding::text(
+            Finding::new(
                 FindingKind::ToolsMismatch,
-                format!(
-                    "entry `{}` discovered tools [{}], the allowlist is [{}]",
-                    e.name,
-                    served.join(", "),
-                    allowed.join(", ")
-                ),
+                "entry `{entry}` discovered tools [{tools}], the allowlist is [{allowlist}]",
             )
+            .fact("tools", served.join(", "))
+            .fact("allowlist", allowed.join(", "))
             .fact("served", served.join(",")),
         ));
     }
     if let (Some(pin), Some(hash)) = (&want.schema_sha256, &e.schema_sha256)
         && pin != hash
     {
-        findings.push(fact(Finding::text(
-            FindingKind::SchemaPinMismatch,
-            format!("entry `{}` discovered tools whose schema hash is {hash}, the pin is {pin}", e.name),
-        )));
+        findings.push(fact(
+            Finding::new(
+                FindingKind::SchemaPinMismatch,
+                "entry `{entry}` discovered tools whose schema hash is {hash}, the pin is {pin}",
+            )
+            .fact("hash", hash)
+            .fact("pin", pin),
+        ));
     }
     findings
 }
@@ -209,55 +221,78 @@ fn judge_entry(e: &EntrySeen, want: &WantedEntry) -> Vec<Finding> {
 /// read tool (its own record, `usedTools`), the result meets the read's expectation, and
 /// the model got it back.
 pub fn judge_run(provider: &str, entry: &str, seen: &RunSeen, read: &ReadSpec, nonce: Option<&str>) -> Vec<Finding> {
-    let fail = |msg: String| vec![Finding::text(FindingKind::ToolCallFailed, msg).fact("provider", provider)];
+    let fail = |template: &'static str| {
+        Finding::new(FindingKind::ToolCallFailed, template).fact("provider", provider).fact("chatflow", &seen.chatflow)
+    };
     let tool = &read.tool;
     if seen.status.is_none() {
-        let why = seen.error.clone().unwrap_or_else(|| "no answer".into());
-        return fail(format!("running `{}` got no answer after {} ms: {why}", seen.chatflow, seen.waited_ms));
+        let f = match &seen.error {
+            Some(error) => {
+                fail("running `{chatflow}` got no answer after {waited_ms} ms: {error}").fact("error", error)
+            }
+            None => fail("running `{chatflow}` got no answer after {waited_ms} ms: no answer"),
+        };
+        return vec![f.fact("waited_ms", seen.waited_ms)];
     }
     if seen.entries.is_empty() {
-        return fail(format!("Flowise holds no entry `{entry}` for the chatflow `{}` to use", seen.chatflow));
+        return vec![
+            fail("Flowise holds no entry `{entry}` for the chatflow `{chatflow}` to use").fact("entry", entry),
+        ];
     }
     if !seen.uses.iter().any(|u| seen.entries.contains(u)) {
-        return fail(format!(
-            "the managed chatflow `{}` does not use the entry `{entry}` (its Custom MCP Server nodes use [{}])",
-            seen.chatflow,
-            seen.uses.join(", ")
-        ));
+        return vec![
+            fail("the managed chatflow `{chatflow}` does not use the entry `{entry}` (its Custom MCP Server nodes use [{uses}])")
+                .fact("entry", entry)
+                .fact("uses", seen.uses.join(", ")),
+        ];
     }
     if let Some(error) = &seen.error {
-        return fail(format!("running `{}` ({}) failed: {error}", seen.chatflow, seen.via));
+        return vec![fail("running `{chatflow}` ({via}) failed: {error}").fact("via", &seen.via).fact("error", error)];
     }
     let reply = seen.reply.clone().unwrap_or_default();
     let Some(call) = seen.used.iter().find(|u| &u.tool == tool) else {
         let used: Vec<&str> = seen.used.iter().map(|u| u.tool.as_str()).collect();
         if reply.contains(crate::checks::clientapp::NOT_OFFERED) {
-            return fail(format!("Flowise did not offer `{tool}` to the model: {reply}"));
+            return vec![
+                fail("Flowise did not offer `{tool}` to the model: {reply}").fact("tool", tool).fact("reply", &reply),
+            ];
         }
-        return fail(format!(
-            "Flowise's record of the run shows no call of `{tool}` (tools run: [{}]); the model replied {reply:?}",
-            used.join(", ")
-        ));
+        return vec![
+            fail("Flowise's record of the run shows no call of `{tool}` (tools run: [{tools}]); the model replied {reply}")
+                .fact("tool", tool)
+                .fact("tools", used.join(", "))
+                .fact("reply", format!("{reply:?}")),
+        ];
     };
     if !crate::checks::clientapp::recorded_result_holds(&call.output, read, nonce) {
-        return fail(format!(
-            "the call of `{tool}` never returned its result: Flowise recorded the output {:?}, which does not meet the read's expectation {}{}",
-            call.output,
-            describe(&read.expect),
-            nonce.map(|n| format!(" with this call's nonce {n}")).unwrap_or_default()
-        ));
+        let f = fail(
+            "the call of `{tool}` never returned its result: Flowise recorded the output {output}, which does not meet the read's expectation ",
+        )
+        .fact("tool", tool)
+        .fact("output", format!("{:?}", call.output));
+        return vec![expecting(f, &read.expect, nonce)];
     }
     if crate::checks::clientapp::reply_carries_result(&reply, read, nonce) {
         vec![]
     } else {
-        fail(format!("the model never got the result of `{tool}` back: its reply was {reply:?}"))
+        vec![
+            fail("the model never got the result of `{tool}` back: its reply was {reply}")
+                .fact("tool", tool)
+                .fact("reply", format!("{reply:?}")),
+        ]
     }
 }
 
-pub fn describe(expect: &Expectation) -> String {
-    match expect {
-        Expectation::TextContains(t) => format!("(text containing {t:?})"),
-        Expectation::JsonSubset(v) => format!("(JSON containing {v})"),
+/// Ends a finding with the read's expectation (`(text containing "hi")`) and, when the call
+/// carried one, its nonce.
+pub fn expecting(f: Finding, expect: &Expectation, nonce: Option<&str>) -> Finding {
+    let f = match expect {
+        Expectation::TextContains(t) => f.suffixed("(text containing {expected})").fact("expected", format!("{t:?}")),
+        Expectation::JsonSubset(v) => f.suffixed("(JSON containing {expected})").fact("expected", v),
+    };
+    match nonce {
+        Some(n) => f.suffixed(" with this call's nonce {nonce}").fact("nonce", n),
+        None => f,
     }
 }
 
@@ -289,14 +324,13 @@ pub fn judge_access(view: &AccessView, desired: &Desired) -> Vec<Finding> {
     let mut findings = Vec::new();
     for g in view.guard.iter().filter(|g| !g.denied()) {
         findings.push(
-            Finding::text(
+            Finding::new(
                 FindingKind::SsrfGuardOff,
-                format!(
-                    "HTTP_SECURITY_CHECK is off: Flowise let an MCP server be registered at {} (answered {}: {})",
-                    g.url, g.status, g.detail
-                ),
+                "HTTP_SECURITY_CHECK is off: Flowise let an MCP server be registered at {url} (answered {status}: {detail})",
             )
-            .fact("url", &g.url),
+            .fact("url", &g.url)
+            .fact("status", g.status)
+            .fact("detail", &g.detail),
         );
     }
     let offered = view.author.as_ref().is_some_and(|a| !a.offered.is_empty());
@@ -305,14 +339,12 @@ pub fn judge_access(view: &AccessView, desired: &Desired) -> Vec<Finding> {
         && !a.listed.is_empty()
     {
         findings.push(
-            Finding::text(
+            Finding::new(
                 FindingKind::AccessDrift,
-                format!(
-                    "a flow author's API key ({}) lists the managed MCP servers [{}]",
-                    a.permissions.join(", "),
-                    a.listed.join(", ")
-                ),
+                "a flow author's API key ({permissions}) lists the managed MCP servers [{servers}]",
             )
+            .fact("permissions", a.permissions.join(", "))
+            .fact("servers", a.listed.join(", "))
             .fact("key", "flow author")
             .fact("listed", a.listed.join(",")),
         );
@@ -322,28 +354,28 @@ pub fn judge_access(view: &AccessView, desired: &Desired) -> Vec<Finding> {
             |set: &[&str]| k.permissions.iter().filter(|p| set.contains(&p.as_str())).cloned().collect::<Vec<_>>();
         let tools = has(&TOOLS_PERMISSIONS);
         let load = has(&LOAD_METHOD_PERMISSIONS);
-        let through = if !tools.is_empty() {
-            Some(format!("its {} opens the custom MCP server routes", tools.join(", ")))
+        let finding = if !tools.is_empty() {
+            Some(
+                Finding::new(
+                    FindingKind::AccessDrift,
+                    "API key `{key}` is not an admin key but sees the managed MCP servers: its {permissions} opens the custom MCP server routes (the workspace must be admin-only)",
+                )
+                .fact("permissions", tools.join(", ")),
+            )
         } else if offered && !load.is_empty() {
-            Some(format!(
-                "its {} opens POST /api/v1/node-load-method/customMcpServerTool, which offered [{}] to cordon's flow-author key",
-                load.join(", "),
-                view.author.as_ref().map(|a| a.offered.join(", ")).unwrap_or_default()
-            ))
+            Some(
+                Finding::new(
+                    FindingKind::AccessDrift,
+                    "API key `{key}` is not an admin key but sees the managed MCP servers: its {permissions} opens POST /api/v1/node-load-method/customMcpServerTool, which offered [{offered}] to cordon's flow-author key (the workspace must be admin-only)",
+                )
+                .fact("permissions", load.join(", "))
+                .fact("offered", view.author.as_ref().map(|a| a.offered.join(", ")).unwrap_or_default()),
+            )
         } else {
             None
         };
-        if let Some(through) = through {
-            findings.push(
-                Finding::text(
-                    FindingKind::AccessDrift,
-                    format!(
-                        "API key `{}` is not an admin key but sees the managed MCP servers: {through} (the workspace must be admin-only)",
-                        k.name
-                    ),
-                )
-                .fact("key", &k.name),
-            );
+        if let Some(f) = finding {
+            findings.push(f.fact("key", &k.name));
         }
     }
     findings

@@ -83,9 +83,9 @@ fn the_desired_registry_holds_admitted_streamable_providers_only() {
     let d = desired();
     assert_eq!(d.entries.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["infinito:native"]);
     assert_eq!(d.entries[0].origin, "http://native:8000");
-    assert!(d.forbidden["legacy"].contains("HTTP+SSE only"));
-    assert_eq!(d.forbidden["wiki"], "is disabled");
-    assert!(d.forbidden["other"].contains("does not admit `flowise`"));
+    assert_eq!(d.forbidden["legacy"], Forbidden::Sse);
+    assert_eq!(d.forbidden["wiki"], Forbidden::Disabled);
+    assert_eq!(d.forbidden["other"], Forbidden::NotAdmitted { client: "flowise".into() });
 }
 
 #[test]

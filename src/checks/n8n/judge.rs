@@ -5,8 +5,8 @@ use crate::config::{Provider, ReadSpec};
 use crate::model::{Finding, FindingKind};
 use crate::n8n::observe::{ClientNodeSeen, ExposureSeen, RunSeen, TriggerSeen, WorkflowSeen};
 
-fn drift(provider: &str, message: String) -> Finding {
-    Finding::text(FindingKind::WorkflowDrift, message).fact("provider", provider)
+fn drift(provider: &str, template: &'static str) -> Finding {
+    Finding::new(FindingKind::WorkflowDrift, template).fact("provider", provider)
 }
 
 fn normalize(url: &str) -> &str {
@@ -43,14 +43,11 @@ pub fn managed_workflow<'a>(workflows: &'a [WorkflowSeen], want: &WantedClient) 
     let named: Vec<&WorkflowSeen> = workflows.iter().filter(|w| w.name == want.workflow).collect();
     match named.as_slice() {
         [one] => Ok(one),
-        [] => Err(drift(
-            &want.provider,
-            format!("no managed workflow `{}` for provider `{}`", want.workflow, want.provider),
-        )),
-        many => Err(drift(
-            &want.provider,
-            format!("{} workflows are named `{}`: exactly one is managed", many.len(), want.workflow),
-        )),
+        [] => Err(drift(&want.provider, "no managed workflow `{workflow}` for provider `{provider}`")
+            .fact("workflow", &want.workflow)),
+        many => Err(drift(&want.provider, "{count} workflows are named `{workflow}`: exactly one is managed")
+            .fact("count", many.len())
+            .fact("workflow", &want.workflow)),
     }
 }
 
@@ -80,76 +77,74 @@ pub fn judge_client_config(workflows: &[WorkflowSeen], want: &WantedClient) -> V
     }
     if let Some(w) = workflow {
         if !w.clients.iter().any(|n| normalize(&n.endpoint) == normalize(&want.url)) {
-            findings.push(drift(
-                &want.provider,
-                format!("workflow `{}` has no MCP Client Tool node for {}", w.name, want.url),
-            ));
+            findings.push(
+                drift(&want.provider, "workflow `{workflow}` has no MCP Client Tool node for {url}")
+                    .fact("workflow", &w.name)
+                    .fact("url", &want.url),
+            );
         }
         if !w.active {
-            findings.push(drift(
-                &want.provider,
-                format!("workflow `{}` is inactive: its production webhook does not run", w.name),
-            ));
+            findings.push(
+                drift(&want.provider, "workflow `{workflow}` is inactive: its production webhook does not run")
+                    .fact("workflow", &w.name),
+            );
         }
         for leak in &w.leaks {
             findings.push(
-                Finding::text(
+                Finding::new(
                     FindingKind::SecretInPlain,
-                    format!(
-                        "workflow `{}` holds the value of credential `{}` in {} (only n8n's credential store may hold it)",
-                        w.name, leak.credential, leak.field
-                    ),
+                    "workflow `{workflow}` holds the value of credential `{credential}` in {field} (only n8n's credential store may hold it)",
                 )
-                .fact("credential", &leak.credential),
+                .fact("workflow", &w.name)
+                .fact("credential", &leak.credential)
+                .fact("field", &leak.field),
             );
         }
     }
     for (w, n) in nodes {
-        let at = format!("`{}` in workflow `{}`", n.node, w.name);
+        let at =
+            |template: &'static str| drift(&want.provider, template).fact("node", &n.node).fact("workflow", &w.name);
         if normalize(&n.endpoint) != normalize(&want.url) {
-            findings.push(drift(&want.provider, format!("{at} points at {}, not at {}", n.endpoint, want.url)));
+            findings.push(
+                at("`{node}` in workflow `{workflow}` points at {endpoint}, not at {url}")
+                    .fact("endpoint", &n.endpoint)
+                    .fact("url", &want.url),
+            );
         }
         match n.authentication.as_str() {
             "bearerAuth" | "headerAuth" if n.credential.is_some() => {}
-            "bearerAuth" | "headerAuth" => {
-                findings.push(drift(&want.provider, format!("{at} uses {} with no credential", n.authentication)))
-            }
-            other => findings.push(drift(
-                &want.provider,
-                format!("{at} authenticates with `{other}`: only Bearer or Header authentication from n8n's credential store may reach a provider"),
-            )),
+            "bearerAuth" | "headerAuth" => findings
+                .push(at("`{node}` in workflow `{workflow}` uses {auth} with no credential").fact("auth", &n.authentication)),
+            other => findings.push(
+                at("`{node}` in workflow `{workflow}` authenticates with `{auth}`: only Bearer or Header authentication from n8n's credential store may reach a provider")
+                    .fact("auth", other),
+            ),
         }
         match n.include.as_str() {
-            "selected" if n.include_tools.is_empty() => findings.push(drift(
-                &want.provider,
-                format!(
-                    "{at} selects tools from an empty list, which n8n 1.100.1 reads as every tool the server serves"
-                ),
+            "selected" if n.include_tools.is_empty() => findings.push(at(
+                "`{node}` in workflow `{workflow}` selects tools from an empty list, which n8n 1.100.1 reads as every tool the server serves",
             )),
             "selected" => {
                 let outside: Vec<&String> = n.include_tools.iter().filter(|t| !want.allowlist.contains(t)).collect();
                 if !outside.is_empty() {
-                    findings.push(drift(
-                        &want.provider,
-                        format!(
-                            "{at} includes tools outside the allowlist: [{}]",
-                            outside.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
-                        ),
-                    ));
+                    findings.push(
+                        at("`{node}` in workflow `{workflow}` includes tools outside the allowlist: [{tools}]")
+                            .fact("tools", outside.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")),
+                    );
                 }
                 if let Some(read) = &want.read
                     && !n.include_tools.contains(&read.tool)
                 {
-                    findings
-                        .push(drift(&want.provider, format!("{at} does not include the read tool `{}`", read.tool)));
+                    findings.push(
+                        at("`{node}` in workflow `{workflow}` does not include the read tool `{tool}`")
+                            .fact("tool", &read.tool),
+                    );
                 }
             }
-            other => findings.push(drift(
-                &want.provider,
-                format!(
-                    "{at} has `include: {other}`: an explicit include list of the allowed tools is required, never all"
-                ),
-            )),
+            other => findings.push(
+                at("`{node}` in workflow `{workflow}` has `include: {include}`: an explicit include list of the allowed tools is required, never all")
+                    .fact("include", other),
+            ),
         }
     }
     findings
@@ -159,42 +154,67 @@ pub fn judge_client_config(workflows: &[WorkflowSeen], want: &WantedClient) -> V
 /// Tool node ran the read tool and got a result that meets the read's expectation, and
 /// the agent got it back.
 pub fn judge_client_run(want: &WantedClient, read: &ReadSpec, seen: &RunSeen, nonce: Option<&str>) -> Vec<Finding> {
-    let fail = |m: String| vec![Finding::text(FindingKind::ToolCallFailed, m).fact("provider", &want.provider)];
+    let fail =
+        |template: &'static str| Finding::new(FindingKind::ToolCallFailed, template).fact("provider", &want.provider);
     let tool = &read.tool;
     if seen.status.is_none() && seen.calls.is_empty() {
-        let why = seen.error.clone().unwrap_or_else(|| "no answer".into());
-        return fail(format!("running workflow `{}` got no answer after {} ms: {why}", seen.workflow, seen.waited_ms));
+        let f = match &seen.error {
+            Some(error) => {
+                fail("running workflow `{workflow}` got no answer after {waited_ms} ms: {error}").fact("error", error)
+            }
+            None => fail("running workflow `{workflow}` got no answer after {waited_ms} ms: no answer"),
+        };
+        return vec![f.fact("workflow", &seen.workflow).fact("waited_ms", seen.waited_ms)];
     }
     if let Some(failed) = seen.calls.iter().find(|c| c.status == "error" || c.error.is_some()) {
-        return fail(format!(
-            "n8n's MCP Client Tool `{}` failed in the run: {}",
-            failed.node,
-            failed.error.clone().unwrap_or_else(|| "error".into())
-        ));
+        let f = match &failed.error {
+            Some(error) => fail("n8n's MCP Client Tool `{node}` failed in the run: {error}").fact("error", error),
+            None => fail("n8n's MCP Client Tool `{node}` failed in the run: error"),
+        };
+        return vec![f.fact("node", &failed.node)];
     }
     let Some(call) = seen.calls.iter().find(|c| &c.tool == tool) else {
         let ran: Vec<&str> = seen.calls.iter().map(|c| c.tool.as_str()).collect();
-        let why = seen.error.clone().map(|e| format!(" ({e})")).unwrap_or_default();
-        return fail(format!(
-            "n8n's record of the run{} shows no call of `{tool}` (tools run: [{}]){why}; the agent answered {:?}",
-            seen.execution.as_ref().map(|e| format!(" (execution {e})")).unwrap_or_default(),
-            ran.join(", "),
-            seen.reply.clone().unwrap_or_default()
-        ));
+        let mut f = fail(match (&seen.execution, &seen.error) {
+            (Some(_), Some(_)) => {
+                "n8n's record of the run (execution {execution}) shows no call of `{tool}` (tools run: [{tools}]) ({error}); the agent answered {reply}"
+            }
+            (Some(_), None) => {
+                "n8n's record of the run (execution {execution}) shows no call of `{tool}` (tools run: [{tools}]); the agent answered {reply}"
+            }
+            (None, Some(_)) => {
+                "n8n's record of the run shows no call of `{tool}` (tools run: [{tools}]) ({error}); the agent answered {reply}"
+            }
+            (None, None) => {
+                "n8n's record of the run shows no call of `{tool}` (tools run: [{tools}]); the agent answered {reply}"
+            }
+        })
+        .fact("tool", tool)
+        .fact("tools", ran.join(", "))
+        .fact("reply", format!("{:?}", seen.reply.clone().unwrap_or_default()));
+        if let Some(execution) = &seen.execution {
+            f = f.fact("execution", execution);
+        }
+        if let Some(error) = &seen.error {
+            f = f.fact("error", error);
+        }
+        return vec![f];
     };
     if !crate::checks::clientapp::recorded_result_holds(&call.output, read, nonce) {
-        return fail(format!(
-            "the call of `{tool}` returned {:?}, which does not meet the read's expectation {}{}",
-            call.output,
-            crate::checks::flowise::describe(&read.expect),
-            nonce.map(|n| format!(" with this call's nonce {n}")).unwrap_or_default()
-        ));
+        let f = fail("the call of `{tool}` returned {output}, which does not meet the read's expectation ")
+            .fact("tool", tool)
+            .fact("output", format!("{:?}", call.output));
+        return vec![crate::checks::flowise::expecting(f, &read.expect, nonce)];
     }
     let reply = seen.reply.clone().unwrap_or_default();
     if crate::checks::clientapp::reply_carries_result(&reply, read, nonce) {
         vec![]
     } else {
-        fail(format!("the agent never got the result of `{tool}` back: it answered {reply:?}"))
+        vec![
+            fail("the agent never got the result of `{tool}` back: it answered {reply}")
+                .fact("tool", tool)
+                .fact("reply", format!("{reply:?}")),
+        ]
     }
 }
 
@@ -213,45 +233,51 @@ pub fn judge_server(
     let (w, t) = match ours.as_slice() {
         [one] => **one,
         [] => {
-            return vec![drift(
-                p,
-                format!("no MCP Server Trigger serves path `{path}` (the provider's URL {})", provider.url),
-            )];
+            return vec![
+                drift(p, "no MCP Server Trigger serves path `{path}` (the provider's URL {url})")
+                    .fact("path", path)
+                    .fact("url", &provider.url),
+            ];
         }
         many => {
             let names: Vec<&str> = many.iter().map(|(w, _)| w.name.as_str()).collect();
-            return vec![drift(
-                p,
-                format!("{} MCP Server Triggers serve path `{path}` (workflows {})", many.len(), names.join(", ")),
-            )];
+            return vec![
+                drift(p, "{count} MCP Server Triggers serve path `{path}` (workflows {workflows})")
+                    .fact("count", many.len())
+                    .fact("path", path)
+                    .fact("workflows", names.join(", ")),
+            ];
         }
     };
     let mut findings = Vec::new();
-    let at = format!("the MCP Server Trigger `{}` of workflow `{}`", t.node, w.name);
+    let at = |f: Finding| f.fact("node", &t.node).fact("workflow", &w.name);
     if t.type_version < 2.0 {
-        findings.push(drift(
+        findings.push(at(drift(
             p,
-            format!(
-                "{at} is typeVersion {}: version 2 or later is required (Streamable HTTP at the path itself)",
-                t.type_version
-            ),
-        ));
+            "the MCP Server Trigger `{node}` of workflow `{workflow}` is typeVersion {version}: version 2 or later is required (Streamable HTTP at the path itself)",
+        )
+        .fact("version", t.type_version)));
     }
     match t.authentication.as_str() {
         "bearerAuth" | "headerAuth" if t.credential.is_some() => {}
-        "bearerAuth" | "headerAuth" => findings.push(drift(p, format!("{at} uses {} with no credential", t.authentication))),
-        other => findings.push(drift(
+        "bearerAuth" | "headerAuth" => findings.push(at(drift(
             p,
-            format!("{at} has authentication `{other}`: Bearer authentication is required, anyone on its networks may call its tools"),
-        )),
+            "the MCP Server Trigger `{node}` of workflow `{workflow}` uses {auth} with no credential",
+        )
+        .fact("auth", &t.authentication))),
+        other => findings.push(at(drift(
+            p,
+            "the MCP Server Trigger `{node}` of workflow `{workflow}` has authentication `{auth}`: Bearer authentication is required, anyone on its networks may call its tools",
+        )
+        .fact("auth", other))),
     }
     if w.active == provider.disabled {
-        let state = if w.active {
-            "active although the provider is disabled"
+        let f = if w.active {
+            drift(p, "workflow `{workflow}` is active although the provider is disabled")
         } else {
-            "inactive although the provider is enabled"
+            drift(p, "workflow `{workflow}` is inactive although the provider is enabled")
         };
-        findings.push(drift(p, format!("workflow `{}` is {state}", w.name)));
+        findings.push(f.fact("workflow", &w.name));
     }
     if !provider.disabled {
         match exposure {
@@ -261,25 +287,23 @@ pub fn judge_server(
                 let mut allowed = provider.tools.allowlist.clone();
                 allowed.sort();
                 if served != allowed {
-                    findings.push(
-                        Finding::text(
-                            FindingKind::ToolsMismatch,
-                            format!(
-                                "{at} exposes [{}] (tool nodes [{}]), the allowlist is [{}]",
-                                served.join(", "),
-                                t.tools.join(", "),
-                                allowed.join(", ")
-                            ),
-                        )
-                        .fact("provider", p),
-                    );
+                    findings.push(at(Finding::new(
+                        FindingKind::ToolsMismatch,
+                        "the MCP Server Trigger `{node}` of workflow `{workflow}` exposes [{tools}] (tool nodes [{tool_nodes}]), the allowlist is [{allowlist}]",
+                    )
+                    .fact("tools", served.join(", "))
+                    .fact("tool_nodes", t.tools.join(", "))
+                    .fact("allowlist", allowed.join(", "))
+                    .fact("provider", p)));
                 }
             }
             Some(ExposureSeen { error: Some(e), url, .. }) => findings.push(
-                Finding::text(
+                Finding::new(
                     FindingKind::SessionFailed,
-                    format!("{url} did not list its tools to the provider's bearer: {e}"),
+                    "{url} did not list its tools to the provider's bearer: {error}",
                 )
+                .fact("url", url)
+                .fact("error", e)
                 .fact("provider", p),
             ),
             _ => {}

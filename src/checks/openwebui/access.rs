@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 
 use super::Signin;
 use super::judge::Desired;
-use super::probes::{Case, Phase, Site, first_granted, judge_phases, oidc_of, warnings};
+use super::probes::{Case, Phase, Site, When, first_granted, judge_phases, oidc_of, warnings};
 use crate::check::{Probe, RunContext};
 use crate::config::Oidc;
 use crate::model::{Attempt, Finding, FindingKind};
@@ -35,7 +35,7 @@ pub struct AccessSeen {
     pub phases: Vec<Phase>,
     pub notes: Vec<String>,
     /// Why the case could not be set up (a missing group, a failed login).
-    pub problem: Option<String>,
+    pub problem: Option<Finding>,
     /// What could not be cleaned up.
     pub left: Vec<String>,
 }
@@ -96,12 +96,12 @@ impl AccessPlan {
                     gather::add_member(w.api, w.admin, &gid, &user.id).await?;
                     gather::add_member(w.api, w.admin, &other, &user.id).await?;
                     let label = format!("{} in `{}`", user.label, want.group);
-                    w.phase("", &user.token, &label, [want.provider.clone()], true).await?;
+                    w.phase(When::default(), &user.token, &label, [want.provider.clone()], true).await?;
                 }
             }
             Case::NoGroup => {
                 let user = w.eph.user("none").await?;
-                w.phase("", &user.token, &format!("{} in no group", user.label), [], true).await?;
+                w.phase(When::default(), &user.token, &format!("{} in no group", user.label), [], true).await?;
             }
             Case::WrongApp => {
                 let user = w.eph.user("wrong-app").await?;
@@ -126,7 +126,7 @@ impl AccessPlan {
                         .push("the scenario names no group of another app; an ephemeral group stands in".into());
                 }
                 let label = format!("{} in {}", user.label, names.join(", "));
-                w.phase("", &user.token, &label, [], true).await?;
+                w.phase(When::default(), &user.token, &label, [], true).await?;
             }
             Case::LastGroupRemoved => {
                 let Some((provider, group)) = first_granted(&self.desired) else { return w.nothing_granted() };
@@ -134,10 +134,11 @@ impl AccessPlan {
                 let user = w.eph.user("last").await?;
                 gather::add_member(w.api, w.admin, &gid, &user.id).await?;
                 let label = format!("{} in `{group}`", user.label);
-                w.phase("", &user.token, &label, [provider.clone()], false).await?;
+                w.phase(When::default(), &user.token, &label, [provider.clone()], false).await?;
                 gather::remove_member(w.api, w.admin, &gid, &user.id).await?;
-                let when = format!("after `{group}`, its last group, was removed through the admin API: ");
-                w.phase(&when, &user.token, &user.label, [], true).await?;
+                let when = When::new("after `{group}`, its last group, was removed through the admin API: ")
+                    .fact("group", &group);
+                w.phase(when, &user.token, &user.label, [], true).await?;
             }
             Case::LastGroupRemovedOidc => self.oidc_case(w, view, signin).await?,
         }
@@ -151,7 +152,11 @@ impl AccessPlan {
         let idp = match oidc::Idp::locate(view, o.admin.url()).await {
             Ok(idp) => idp,
             Err(e) => {
-                w.seen.problem = Some(format!("cannot find the identity provider of {}: {e}", o.admin.url()));
+                w.seen.problem = Some(
+                    cannot("cannot find the identity provider of {url}: {error}")
+                        .fact("url", o.admin.url())
+                        .fact("error", e),
+                );
                 return Ok(());
             }
         };
@@ -172,7 +177,9 @@ impl AccessPlan {
             let password = match admin.set_groups(&email, &claim).await {
                 Ok(p) => p,
                 Err(e) => {
-                    w.seen.problem = Some(format!("cannot set the test user's groups at the identity provider: {e}"));
+                    w.seen.problem = Some(
+                        cannot("cannot set the test user's groups at the identity provider: {error}").fact("error", e),
+                    );
                     return Ok(());
                 }
             };
@@ -181,16 +188,23 @@ impl AccessPlan {
             let token = match token {
                 Ok(t) => t,
                 Err(e) => {
-                    w.seen.problem = Some(format!("the OIDC login of {email} failed: {e}"));
+                    w.seen.problem = Some(
+                        cannot("the OIDC login of {email} failed: {error}").fact("email", &email).fact("error", e),
+                    );
                     return Ok(());
                 }
             };
             let expected: Vec<String> = if exact { vec![] } else { vec![provider.clone()] };
             let label = format!("OIDC user {} (claim {claim:?})", ephemeral::name("oidc"));
-            w.phase(when, &token, &label, expected, exact).await?;
+            w.phase(When::new(when), &token, &label, expected, exact).await?;
         }
         Ok(())
     }
+}
+
+/// Why a case could not be set up, as a finding (the caller adds the facts `template` names).
+fn cannot(template: &'static str) -> Finding {
+    Finding::new(FindingKind::CannotBeJudged, template)
 }
 
 impl Work<'_> {
@@ -199,31 +213,35 @@ impl Work<'_> {
         match group_ids(&self.groups, name).as_slice() {
             [id] => Some(id.clone()),
             [] => {
-                self.seen.problem = Some(format!("group `{name}` does not exist in Open WebUI"));
+                self.seen.problem = Some(cannot("group `{group}` does not exist in Open WebUI").fact("group", name));
                 None
             }
             many => {
-                self.seen.problem = Some(format!("{} groups are named `{name}`: access cannot be set up", many.len()));
+                self.seen.problem = Some(
+                    cannot("{count} groups are named `{group}`: access cannot be set up")
+                        .fact("count", many.len())
+                        .fact("group", name),
+                );
                 None
             }
         }
     }
 
     fn nothing_granted(&mut self) -> Result<(), ApiError> {
-        self.seen.problem = Some("the scenario grants Open WebUI no provider".into());
+        self.seen.problem = Some(cannot("the scenario grants Open WebUI no provider"));
         Ok(())
     }
 
     async fn phase(
         &mut self,
-        when: &str,
+        when: When,
         token: &Token,
         label: &str,
         expected: impl IntoIterator<Item = String>,
         exact: bool,
     ) -> Result<(), ApiError> {
         let view = gather::user_view(self.api, token, label, &self.ids).await?;
-        self.seen.phases.push(Phase { when: when.to_string(), view, expected: expected.into_iter().collect(), exact });
+        self.seen.phases.push(Phase { when, view, expected: expected.into_iter().collect(), exact });
         Ok(())
     }
 }
@@ -253,11 +271,10 @@ impl Probe for Access {
                 Err(attempt) => return attempt,
             };
             let mut evidence: Vec<String> = seen.notes.clone();
-            evidence.extend(seen.phases.iter().map(|p| format!("{}{}", p.when, p.view.evidence())));
+            evidence.extend(seen.phases.iter().map(|p| format!("{}{}", p.when.text(), p.view.evidence())));
             evidence.extend(warnings(seen.left.clone()));
             if let Some(problem) = &seen.problem {
-                let finding = Finding::text(FindingKind::CannotBeJudged, problem.clone()).fact("phase", "setup");
-                return Attempt::failed(vec![finding], evidence);
+                return Attempt::failed(vec![problem.clone().fact("phase", "setup")], evidence);
             }
             Attempt::from_findings(judge_phases(&seen.phases), evidence)
         })

@@ -11,26 +11,28 @@
 
 use std::collections::BTreeSet;
 
-use super::judge::{Desired, WantedConnection};
+use super::judge::{Desired, Forbidden, WantedConnection};
 use crate::model::{Finding, FindingKind};
 use crate::openwebui::observe::{AdminView, AuthorizationFrom, ConnectionSeen, Destination, HeaderSeen, KeySeen};
 
 /// `openwebui::connections`: the admin view equals the declared state.
 pub fn judge_connections(view: &AdminView, desired: &Desired) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let drift = |msg: String| Finding::text(FindingKind::ConnectionDrift, msg);
+    let drift = |template: &'static str| Finding::new(FindingKind::ConnectionDrift, template);
     for want in &desired.connections {
         let held: Vec<&ConnectionSeen> =
             view.connections.iter().filter(|c| c.id.as_deref() == Some(want.provider.as_str())).collect();
         match held.as_slice() {
             [] => findings.push(
-                drift(format!("no connection for provider `{}` (declared at {})", want.provider, want.url))
-                    .fact("provider", &want.provider),
+                drift("no connection for provider `{provider}` (declared at {url})")
+                    .fact("provider", &want.provider)
+                    .fact("url", &want.url),
             ),
             [one] => findings.extend(judge_one(one, want, view, desired)),
             many => findings.push(
-                drift(format!("{} connections carry the id `{}`: exactly one is declared", many.len(), want.provider))
-                    .fact("provider", &want.provider),
+                drift("{count} connections carry the id `{provider}`: exactly one is declared")
+                    .fact("provider", &want.provider)
+                    .fact("count", many.len()),
             ),
         }
     }
@@ -40,10 +42,16 @@ pub fn judge_connections(view: &AdminView, desired: &Desired) -> Vec<Finding> {
     {
         if let Some(why) = c.id.as_ref().and_then(|id| desired.forbidden.get(id)) {
             let id = c.id.as_deref().unwrap_or_default();
-            findings.push(
-                drift(format!("a connection `{id}` exists for provider `{id}`, which {why}: none may"))
-                    .fact("provider", id),
-            );
+            let found = match why {
+                Forbidden::Disabled => {
+                    drift("a connection `{provider}` exists for provider `{provider}`, which is disabled: none may")
+                }
+                Forbidden::NotAdmitted { client } => drift(
+                    "a connection `{provider}` exists for provider `{provider}`, which does not admit `{client}`: none may",
+                )
+                .fact("client", client),
+            };
+            findings.push(found.fact("provider", id));
             continue;
         }
         let destinations = view.destinations.get(&index).map(Vec::as_slice).unwrap_or_default();
@@ -61,17 +69,13 @@ fn judge_unmanaged(c: &ConnectionSeen, destinations: &[Destination], desired: &D
         .provider_urls
         .iter()
         .find(|(_, u)| **u == url || c.url.trim_end_matches('/') == u.as_str())
-        .map(|(provider, _)| (provider.clone(), format!("at {url}"), None));
+        .map(|(provider, _)| (provider.clone(), None));
     // Another spelling of the same place (an alias, an address, a trailing dot) is told by
     // where the name leads, not by the text.
     let by_address = || {
         destinations.iter().find_map(|d| {
             let provider = desired.provider_services.get(d.service.as_deref()?)?;
-            let how = format!(
-                "at {url}, which resolves from Open WebUI to {} (`{}` on `{}`)",
-                d.addr, d.container, d.network
-            );
-            Some((provider.clone(), how, Some(d)))
+            Some((provider.clone(), Some(d)))
         })
     };
     let carried = credentials_sent(c);
@@ -79,15 +83,24 @@ fn judge_unmanaged(c: &ConnectionSeen, destinations: &[Destination], desired: &D
         let parts: Vec<String> = list.iter().map(|(how, id)| format!("{how} `{id}`")).collect();
         parts.join(" and ")
     };
-    if let Some((provider, how, destination)) = by_url.or_else(by_address) {
-        let mut message = format!("unmanaged connection `{id}` reaches provider `{provider}` {how}");
-        if !carried.is_empty() {
-            message.push_str(&format!(", sending {}", sending(&carried)));
-        }
-        let mut f =
-            Finding::text(FindingKind::UnmanagedConnection, message).fact("provider", &provider).fact("connection", id);
+    if let Some((provider, destination)) = by_url.or_else(by_address) {
+        let mut f = Finding::new(
+            FindingKind::UnmanagedConnection,
+            "unmanaged connection `{connection}` reaches provider `{provider}` at {url}",
+        )
+        .fact("provider", &provider)
+        .fact("connection", id)
+        .fact("url", &url);
         if let Some(d) = destination {
-            f = f.fact("host", host_of(&url)).fact("addr", d.addr);
+            f = f
+                .suffixed(", which resolves from Open WebUI to {addr} (`{container}` on `{network}`)")
+                .fact("host", host_of(&url))
+                .fact("addr", d.addr)
+                .fact("container", &d.container)
+                .fact("network", &d.network);
+        }
+        if !carried.is_empty() {
+            f = f.suffixed(", sending {credentials}").fact("credentials", sending(&carried));
         }
         return vec![f];
     }
@@ -98,16 +111,15 @@ fn judge_unmanaged(c: &ConnectionSeen, destinations: &[Destination], desired: &D
         .iter()
         .map(|(_, credential)| desired.credential_owners.get(credential).cloned().unwrap_or_else(|| "someone".into()))
         .collect();
-    let mut f = Finding::text(
+    let mut f = Finding::new(
         FindingKind::UnmanagedConnection,
-        format!(
-            "unmanaged connection `{id}` sends {} ({}) to {url}, which is no provider of the scenario",
-            sending(&carried),
-            owners.join("; ")
-        ),
+        "unmanaged connection `{connection}` sends {credentials} ({owners}) to {url}, which is no provider of the scenario",
     )
     .fact("connection", id)
-    .fact("host", host_of(&url));
+    .fact("host", host_of(&url))
+    .fact("credentials", sending(&carried))
+    .fact("owners", owners.join("; "))
+    .fact("url", &url);
     for (header, credential) in carried_facts(c) {
         f = f.fact("credential", credential).fact("header", header);
     }
@@ -162,29 +174,24 @@ fn host_of(url: &str) -> String {
 
 fn judge_one(c: &ConnectionSeen, want: &WantedConnection, view: &AdminView, desired: &Desired) -> Vec<Finding> {
     let p = &want.provider;
-    let drift = |m: String| {
-        Finding::text(FindingKind::ConnectionDrift, format!("connection `{p}`: {m}"))
-            .fact("provider", p)
-            .fact("connection", p)
-    };
+    let at = |f: Finding| f.prefixed("connection `{connection}`: ").fact("provider", p).fact("connection", p);
+    let drift = |template: &'static str| at(Finding::new(FindingKind::ConnectionDrift, template));
     let mut findings = Vec::new();
     if !c.is_mcp() {
-        findings.push(drift(format!("type `{}` instead of mcp", c.kind)));
+        findings.push(drift("type `{type}` instead of mcp").fact("type", &c.kind));
     }
     if c.target_url() != want.url {
-        findings.push(drift(format!("URL {} instead of {}", c.target_url(), want.url)));
+        findings.push(
+            drift("URL {url} instead of {declared_url}").fact("url", c.target_url()).fact("declared_url", &want.url),
+        );
     }
-    findings.extend(
-        judge_credentials(c, want, desired)
-            .into_iter()
-            .map(|(m, facts)| facts.into_iter().fold(drift(m), |f, (k, v)| f.fact(k, v))),
-    );
+    findings.extend(judge_credentials(c, want, desired).into_iter().map(at));
     if !c.enabled {
-        findings.push(drift("it is disabled".into()));
+        findings.push(drift("it is disabled"));
     }
     let named: Vec<&str> = view.groups.iter().filter(|g| g.name == want.group).map(|g| g.id.as_str()).collect();
     match named.as_slice() {
-        [] => findings.push(drift(format!("group `{}` does not exist in Open WebUI", want.group))),
+        [] => findings.push(drift("group `{group}` does not exist in Open WebUI").fact("group", &want.group)),
         [id] => {
             let exact = c.grants.len() == 1
                 && c.grants[0].principal_type == "group"
@@ -192,29 +199,29 @@ fn judge_one(c: &ConnectionSeen, want: &WantedConnection, view: &AdminView, desi
                 && c.grants[0].permission == "read";
             if !exact {
                 let grants: Vec<String> = c.grants.iter().map(|g| g.describe(&view.groups)).collect();
-                findings.push(drift(format!(
-                    "it is granted to [{}] instead of exactly group `{}` (read)",
-                    grants.join(", "),
-                    want.group
-                )));
+                findings.push(
+                    drift("it is granted to [{grants}] instead of exactly group `{group}` (read)")
+                        .fact("grants", grants.join(", "))
+                        .fact("group", &want.group),
+                );
             }
         }
-        many => {
-            findings.push(drift(format!("{} groups are named `{}`: the grant is ambiguous", many.len(), want.group)))
-        }
+        many => findings.push(
+            drift("{count} groups are named `{group}`: the grant is ambiguous")
+                .fact("count", many.len())
+                .fact("group", &want.group),
+        ),
     }
     findings
 }
-
-type Problem = (String, Vec<(&'static str, String)>);
 
 /// What the provider receives must be exactly the pair's credential as a bearer: the
 /// Authorization Open WebUI sends (from the key, or a custom header that replaces it), the
 /// key field itself (another pair's secret has no place there even when unsent), and no
 /// other header carrying a credential.
-fn judge_credentials(c: &ConnectionSeen, want: &WantedConnection, desired: &Desired) -> Vec<Problem> {
+fn judge_credentials(c: &ConnectionSeen, want: &WantedConnection, desired: &Desired) -> Vec<Finding> {
     let seen = Held { c, declared: want.credential.as_deref(), desired };
-    let mut problems: Vec<Problem> = seen.auth_type().into_iter().collect();
+    let mut problems: Vec<Finding> = seen.auth_type().into_iter().collect();
     problems.extend(seen.overriding_headers());
     problems.extend(seen.key());
     problems.extend(seen.in_the_url());
@@ -227,6 +234,12 @@ struct Held<'a> {
     c: &'a ConnectionSeen,
     declared: Option<&'a str>,
     desired: &'a Desired,
+}
+
+/// A problem with a connection's credentials: the rest of a sentence that `judge_one`
+/// opens with the connection's name.
+fn problem(template: &'static str) -> Finding {
+    Finding::new(FindingKind::ConnectionDrift, template)
 }
 
 impl Held<'_> {
@@ -253,30 +266,35 @@ impl Held<'_> {
         !self.overriding().is_empty()
     }
 
-    fn describe(&self, value: &KeySeen) -> String {
+    /// A problem with what a key, header or URL part holds: the first sentence when it is a
+    /// credential of the scenario (and whose it is), the second when it is empty, the third
+    /// for any other value.
+    fn holding(&self, value: &KeySeen, template: [&'static str; 3]) -> Finding {
+        let [credential, none, unknown] = template;
         match value {
-            KeySeen::Credential(held) => format!("credential `{held}` ({})", self.owner(held)),
-            other => other.describe(),
+            KeySeen::Credential(held) => problem(credential).fact("credential", held).fact("owner", self.owner(held)),
+            KeySeen::None => problem(none),
+            KeySeen::Unknown => problem(unknown),
         }
     }
 
-    fn auth_type(&self) -> Option<Problem> {
+    fn auth_type(&self) -> Option<Finding> {
         let auth_type = self.c.auth_type.as_str();
         if auth_type == "bearer" || (auth_type == "none" && self.bearer_by_header()) {
             return None;
         }
-        let why = match auth_type {
-            "none" => " (Open WebUI sends no bearer)",
-            "session" | "system_oauth" | "oauth_2.1" | "oauth_2.1_static" => {
-                " (Open WebUI sends each user's own token, not the pair's credential)"
-            }
-            _ => "",
+        let f = match auth_type {
+            "none" => problem("auth_type `{auth_type}` instead of bearer (Open WebUI sends no bearer)"),
+            "session" | "system_oauth" | "oauth_2.1" | "oauth_2.1_static" => problem(
+                "auth_type `{auth_type}` instead of bearer (Open WebUI sends each user's own token, not the pair's credential)",
+            ),
+            _ => problem("auth_type `{auth_type}` instead of bearer"),
         };
-        Some((format!("auth_type `{auth_type}` instead of bearer{why}"), vec![]))
+        Some(f.fact("auth_type", auth_type))
     }
 
     /// A custom header that replaces the key must send exactly the declared bearer.
-    fn overriding_headers(&self) -> Vec<Problem> {
+    fn overriding_headers(&self) -> Vec<Finding> {
         let mut problems = Vec::new();
         for h in self.overriding() {
             let ok = h.scheme.as_deref().is_some_and(|s| s.eq_ignore_ascii_case("bearer"))
@@ -284,104 +302,116 @@ impl Held<'_> {
             if ok {
                 continue;
             }
-            let sends = match &h.value {
-                KeySeen::Credential(held) => format!("credential `{held}` ({})", self.owner(held)),
-                KeySeen::None => "an empty Authorization".to_string(),
-                KeySeen::Unknown => "a value that is none of the scenario's credentials".to_string(),
-            };
-            let scheme = h.scheme.as_deref().map(|s| format!(" as {s}")).unwrap_or_default();
-            let instead = self.declared.map_or(String::new(), |d| format!(" instead of credential `{d}`"));
-            problems.push((
-                format!("its custom header `{}` replaces the key: Open WebUI sends {sends}{scheme}{instead}", h.name),
-                facts_of(("header", h.name.clone()), &h.value),
-            ));
+            let mut f = self
+                .holding(
+                    &h.value,
+                    [
+                        "its custom header `{header}` replaces the key: Open WebUI sends credential `{credential}` ({owner})",
+                        "its custom header `{header}` replaces the key: Open WebUI sends an empty Authorization",
+                        "its custom header `{header}` replaces the key: Open WebUI sends a value that is none of the scenario's credentials",
+                    ],
+                )
+                .fact("header", &h.name);
+            if let Some(s) = &h.scheme {
+                f = f.suffixed(" as {scheme}").fact("scheme", s);
+            }
+            if let Some(d) = self.declared {
+                f = f.suffixed(" instead of credential `{declared}`").fact("declared", d);
+            }
+            problems.push(f);
         }
         problems
     }
 
     /// The key field holds the declared credential (another pair's secret has no place
     /// there even when it is not sent).
-    fn key(&self) -> Option<Problem> {
+    fn key(&self) -> Option<Finding> {
         let (c, declared, by_header) = (self.c, self.declared, self.bearer_by_header());
-        let unsent = if by_header {
-            let names: Vec<String> = self.overriding().iter().map(|h| format!("`{}`", h.name)).collect();
-            format!(" (not sent: custom header {} replaces it)", names.join(", "))
-        } else if c.auth_type != "bearer" {
-            format!(" (not sent with auth_type `{}`)", c.auth_type)
-        } else {
-            String::new()
+        let unsent = |f: Finding| {
+            if by_header {
+                let names: Vec<String> = self.overriding().iter().map(|h| format!("`{}`", h.name)).collect();
+                f.suffixed(" (not sent: custom header {headers} replaces it)").fact("headers", names.join(", "))
+            } else if c.auth_type != "bearer" {
+                f.suffixed(" (not sent with auth_type `{auth_type}`)").fact("auth_type", &c.auth_type)
+            } else {
+                f
+            }
         };
         match (&c.key, declared) {
             (KeySeen::Credential(held), Some(d)) if held == d => None,
             (KeySeen::None, _) if by_header || c.auth_type != "bearer" => None,
-            (KeySeen::Credential(held), _) => Some((
-                format!(
-                    "it holds the key of credential `{held}` ({}), not the one declared for this pair{unsent}",
-                    self.owner(held)
-                ),
-                vec![("credential", held.clone())],
+            (KeySeen::Credential(held), _) => Some(unsent(
+                problem("it holds the key of credential `{credential}` ({owner}), not the one declared for this pair")
+                    .fact("credential", held)
+                    .fact("owner", self.owner(held)),
             )),
             (_, _) if by_header => None,
-            (other, Some(d)) => Some((format!("it holds {} instead of credential `{d}`", other.describe()), vec![])),
-            (other, None) => Some((
-                format!("it holds {}, and the scenario gives the client no credential for it", other.describe()),
-                vec![],
+            (KeySeen::None, Some(d)) => {
+                Some(problem("it holds no key instead of credential `{declared}`").fact("declared", d))
+            }
+            (_, Some(d)) => Some(
+                problem("it holds a key that is none of the scenario's credentials instead of credential `{declared}`")
+                    .fact("declared", d),
+            ),
+            (KeySeen::None, None) => {
+                Some(problem("it holds no key, and the scenario gives the client no credential for it"))
+            }
+            (_, None) => Some(problem(
+                "it holds a key that is none of the scenario's credentials, and the scenario gives the client no credential for it",
             )),
         }
     }
 
     /// Userinfo (sent as Basic in place of the key) and query parameters: a credential in
     /// the URL is in every log that URL reaches.
-    fn in_the_url(&self) -> Vec<Problem> {
+    fn in_the_url(&self) -> Vec<Finding> {
         let mut problems = Vec::new();
         if let Some(u) = &self.c.url_userinfo {
-            problems.push((
-                format!(
-                    "its URL carries userinfo, which Open WebUI's HTTP client sends as Basic in place of the key: {}",
-                    self.describe(&u.value)
-                ),
-                facts_of(("header", "URL userinfo".to_string()), &u.value),
-            ));
+            problems.push(self.holding(
+                &u.value,
+                [
+                    "its URL carries userinfo, which Open WebUI's HTTP client sends as Basic in place of the key: credential `{credential}` ({owner})",
+                    "its URL carries userinfo, which Open WebUI's HTTP client sends as Basic in place of the key: no key",
+                    "its URL carries userinfo, which Open WebUI's HTTP client sends as Basic in place of the key: a key that is none of the scenario's credentials",
+                ],
+            )
+            .fact("header", "URL userinfo"));
         }
         for q in &self.c.url_query {
-            problems.push((
-                format!(
-                    "its URL carries {} in the query parameter `{}` (credentials go in headers only)",
-                    self.describe(&q.value),
-                    q.name
-                ),
-                facts_of(("header", format!("URL query `{}`", q.name)), &q.value),
-            ));
+            problems.push(
+                self.holding(
+                    &q.value,
+                    [
+                        "its URL carries credential `{credential}` ({owner}) in the query parameter `{parameter}` (credentials go in headers only)",
+                        "its URL carries no key in the query parameter `{parameter}` (credentials go in headers only)",
+                        "its URL carries a key that is none of the scenario's credentials in the query parameter `{parameter}` (credentials go in headers only)",
+                    ],
+                )
+                .fact("header", format!("URL query `{}`", q.name))
+                .fact("parameter", &q.name),
+            );
         }
         problems
     }
 
     /// No other header carries a credential but the declared one.
-    fn other_headers(&self) -> Vec<Problem> {
+    fn other_headers(&self) -> Vec<Finding> {
         let mut problems = Vec::new();
         for h in self.c.headers.iter().filter(|h| !h.overrides_key() && h.bears_credential()) {
-            let message = match &h.value {
+            let f = match &h.value {
                 KeySeen::Credential(held) if Some(held.as_str()) == self.declared => continue,
                 KeySeen::None => continue,
                 KeySeen::Credential(held) => {
-                    format!("its custom header `{}` sends credential `{held}` ({})", h.name, self.owner(held))
+                    problem("its custom header `{header}` sends credential `{credential}` ({owner})")
+                        .fact("credential", held)
+                        .fact("owner", self.owner(held))
                 }
-                KeySeen::Unknown => format!(
-                    "its custom header `{}` sends a value that is none of the scenario's credentials: a credential the scenario does not declare",
-                    h.name
+                KeySeen::Unknown => problem(
+                    "its custom header `{header}` sends a value that is none of the scenario's credentials: a credential the scenario does not declare",
                 ),
             };
-            problems.push((message, facts_of(("header", h.name.clone()), &h.value)));
+            problems.push(f.fact("header", &h.name));
         }
         problems
     }
-}
-
-/// Where a credential was seen, and which one when it is one of the scenario's.
-fn facts_of(place: (&'static str, String), value: &KeySeen) -> Vec<(&'static str, String)> {
-    let mut facts = vec![place];
-    if let KeySeen::Credential(held) = value {
-        facts.push(("credential", held.clone()));
-    }
-    facts
 }

@@ -20,12 +20,22 @@ pub struct WantedConnection {
     pub group: String,
 }
 
+/// Why Open WebUI must hold no connection for a provider of the scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Forbidden {
+    /// The provider is disabled.
+    Disabled,
+    /// The provider does not admit this client.
+    NotAdmitted { client: String },
+}
+
 /// The declared state of one Open WebUI, derived from the scenario.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Desired {
     pub connections: Vec<WantedConnection>,
     /// Providers of the scenario Open WebUI must hold no connection for, and why.
-    pub forbidden: BTreeMap<String, String>,
+    pub forbidden: BTreeMap<String, Forbidden>,
     /// Every provider of the scenario by URL, to tell whether a stray connection reaches one.
     pub provider_urls: BTreeMap<String, String>,
     /// Every provider of the scenario by its service, to tell whose container a stray
@@ -48,9 +58,9 @@ impl Desired {
             desired.credential_owners.entry(p.credential.clone()).or_insert_with(|| format!("provider `{}`", p.id));
             let admitted = p.allowed_consumers.iter().any(|a| a == client);
             if p.disabled {
-                desired.forbidden.insert(p.id.clone(), "is disabled".into());
+                desired.forbidden.insert(p.id.clone(), Forbidden::Disabled);
             } else if !admitted {
-                desired.forbidden.insert(p.id.clone(), format!("does not admit `{client}`"));
+                desired.forbidden.insert(p.id.clone(), Forbidden::NotAdmitted { client: client.to_string() });
             } else if let Some(group) = groups.get(&p.id) {
                 desired.connections.push(WantedConnection {
                     provider: p.id.clone(),
@@ -96,73 +106,74 @@ pub fn judge_reach(provider: &str, seen: &SpecsSeen, allowlist: &[String]) -> Ve
             let extra: Vec<&str> = served.difference(&wanted).copied().collect();
             let missing: Vec<&str> = wanted.difference(&served).copied().collect();
             vec![
-                Finding::text(
+                Finding::new(
                     FindingKind::ToolsMismatch,
-                    format!(
-                        "Open WebUI's MCP client sees tools of `{provider}` other than the allowlist: extra [{}], missing [{}]",
-                        extra.join(", "),
-                        missing.join(", ")
-                    ),
+                    "Open WebUI's MCP client sees tools of `{provider}` other than the allowlist: extra [{extra}], missing [{missing}]",
                 )
-                .fact("provider", provider),
+                .fact("provider", provider)
+                .fact("extra", extra.join(", "))
+                .fact("missing", missing.join(", ")),
             ]
         }
         (404, _) => vec![
-            Finding::text(
+            Finding::new(
                 FindingKind::SessionFailed,
-                format!("Open WebUI has no connection `{provider}` it can use (specs answered 404: {})", seen.detail),
-            )
-            .fact("provider", provider),
-        ],
-        (status, _) => vec![
-            Finding::text(
-                FindingKind::SessionFailed,
-                format!(
-                    "Open WebUI's MCP client could not reach `{provider}`: specs answered {status}: {}",
-                    seen.detail
-                ),
+                "Open WebUI has no connection `{provider}` it can use (specs answered 404: {detail})",
             )
             .fact("provider", provider)
-            .fact("status", status),
+            .fact("detail", &seen.detail),
+        ],
+        (status, _) => vec![
+            Finding::new(
+                FindingKind::SessionFailed,
+                "Open WebUI's MCP client could not reach `{provider}`: specs answered {status}: {detail}",
+            )
+            .fact("provider", provider)
+            .fact("status", status)
+            .fact("detail", &seen.detail),
         ],
     }
 }
 
-/// One user's view against the servers its groups should grant.
-pub fn judge_view(view: &UserView, expected: &BTreeSet<String>, when: &str) -> Vec<Finding> {
+/// One user's view against the servers its groups should grant. `when` opens each
+/// sentence: "" or a template such as "after the restart: " (the caller adds the facts it
+/// names).
+pub fn judge_view(view: &UserView, expected: &BTreeSet<String>, when: &'static str) -> Vec<Finding> {
     let visible = view.visible();
+    let access = |template: &'static str, id: &str| {
+        Finding::new(FindingKind::AccessDrift, template).prefixed(when).fact("user", &view.user).fact("server", id)
+    };
     let mut findings = Vec::new();
     for id in expected {
         let listed = view.listed.contains(id);
         let specs = view.specs.get(id).copied();
         if !listed || specs == Some(404) {
-            let how = match (listed, specs) {
-                (false, Some(404)) => "not listed, /specs 404".to_string(),
-                (false, s) => format!("not listed (/specs {})", s.map_or("not asked".into(), |s| s.to_string())),
-                (true, _) => "listed, but /specs 404".to_string(),
+            let f = match (listed, specs) {
+                (false, Some(404)) => access("{user}: `{server}` is not usable (not listed, /specs 404)", id),
+                (false, Some(s)) => {
+                    access("{user}: `{server}` is not usable (not listed (/specs {status}))", id).fact("status", s)
+                }
+                (false, None) => access("{user}: `{server}` is not usable (not listed (/specs not asked))", id),
+                (true, _) => access("{user}: `{server}` is not usable (listed, but /specs 404)", id),
             };
-            findings.push(
-                Finding::text(FindingKind::AccessDrift, format!("{when}{}: `{id}` is not usable ({how})", view.user))
-                    .fact("server", id)
-                    .fact("access", "missing"),
-            );
+            findings.push(f.fact("access", "missing"));
         }
     }
     for id in visible.difference(expected) {
-        let how = match (view.listed.contains(id), view.specs.get(id)) {
-            (true, Some(s)) => format!("listed, /specs {s}"),
-            (true, None) => "listed".to_string(),
-            (false, Some(s)) => format!("/specs {s}"),
-            (false, None) => "seen".to_string(),
-        };
-        findings.push(
-            Finding::text(
-                FindingKind::AccessDrift,
-                format!("{when}{}: `{id}` is usable ({how}) though no group of the user grants it", view.user),
+        let f = match (view.listed.contains(id), view.specs.get(id)) {
+            (true, Some(s)) => access(
+                "{user}: `{server}` is usable (listed, /specs {status}) though no group of the user grants it",
+                id,
             )
-            .fact("server", id)
-            .fact("access", "kept"),
-        );
+            .fact("status", s),
+            (true, None) => access("{user}: `{server}` is usable (listed) though no group of the user grants it", id),
+            (false, Some(s)) => {
+                access("{user}: `{server}` is usable (/specs {status}) though no group of the user grants it", id)
+                    .fact("status", s)
+            }
+            (false, None) => access("{user}: `{server}` is usable (seen) though no group of the user grants it", id),
+        };
+        findings.push(f.fact("access", "kept"));
     }
     findings
 }

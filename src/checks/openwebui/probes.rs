@@ -344,11 +344,40 @@ impl std::str::FromStr for Case {
     }
 }
 
+/// When a phase's view was taken, as the opening of its findings' sentences: a template
+/// ("" or e.g. "after `{group}`, its last group, was removed through the admin API: ") and
+/// the facts it names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct When {
+    pub template: &'static str,
+    pub facts: Vec<(&'static str, String)>,
+}
+
+impl When {
+    pub fn new(template: &'static str) -> Self {
+        When { template, facts: vec![] }
+    }
+
+    pub fn fact(mut self, key: &'static str, value: impl ToString) -> Self {
+        self.facts.push((key, value.to_string()));
+        self
+    }
+
+    /// `f`, whose sentence `self.template` opens, with the facts it names.
+    fn on(&self, f: Finding) -> Finding {
+        self.facts.iter().fold(f, |f, (k, v)| f.fact(k, v))
+    }
+
+    /// The opening as text, for the evidence.
+    pub fn text(&self) -> String {
+        self.on(Finding::new(FindingKind::Other, self.template)).sentence()
+    }
+}
+
 /// One view of one user, and what it must show.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Phase {
-    /// "" or e.g. "after the last group was removed: ".
-    pub when: String,
+    pub when: When,
     pub view: UserView,
     pub expected: BTreeSet<String>,
     /// Exactly `expected`; otherwise at least it (before a removal, only the removed
@@ -360,15 +389,16 @@ pub fn judge_phases(phases: &[Phase]) -> Vec<Finding> {
     let mut findings = Vec::new();
     for p in phases {
         if p.exact {
-            findings.extend(judge_view(&p.view, &p.expected, &p.when));
+            findings.extend(judge_view(&p.view, &p.expected, p.when.template).into_iter().map(|f| p.when.on(f)));
         } else {
             let visible = p.view.visible();
             for id in p.expected.difference(&visible) {
-                findings.push(
-                    Finding::text(FindingKind::AccessDrift, format!("{}{}: `{id}` is not usable", p.when, p.view.user))
-                        .fact("server", id)
-                        .fact("access", "missing"),
-                );
+                let f = Finding::new(FindingKind::AccessDrift, "{user}: `{server}` is not usable")
+                    .prefixed(p.when.template)
+                    .fact("user", &p.view.user)
+                    .fact("server", id)
+                    .fact("access", "missing");
+                findings.push(p.when.on(f));
             }
         }
     }

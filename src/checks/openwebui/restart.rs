@@ -51,10 +51,10 @@ pub struct RestartSeen {
 /// Pure: the drift must have taken, and everything after the restart must equal the
 /// declared state and the state before the drift.
 pub fn judge_restart(seen: &RestartSeen, desired: &Desired) -> Vec<Finding> {
-    let drift = |m: String| Finding::text(FindingKind::RestartDrift, m);
+    let drift = |template: &'static str| Finding::new(FindingKind::RestartDrift, template);
     if judge_connections(&seen.drifted, desired).is_empty() {
         return vec![
-            Finding::text(
+            Finding::new(
                 FindingKind::CannotBeJudged,
                 "the drift made through the admin API did not show in the admin view: the restart would prove nothing",
             )
@@ -69,12 +69,12 @@ pub fn judge_restart(seen: &RestartSeen, desired: &Desired) -> Vec<Finding> {
     let (before, after) = (described(&seen.before), described(&seen.after));
     for c in after.difference(&before) {
         findings.push(
-            drift(format!("after the restart Open WebUI holds {c}, which it did not hold before the drift"))
+            drift("after the restart Open WebUI holds {gained}, which it did not hold before the drift")
                 .fact("gained", c),
         );
     }
     for c in before.difference(&after) {
-        findings.push(drift(format!("after the restart Open WebUI no longer holds {c}")).fact("lost", c));
+        findings.push(drift("after the restart Open WebUI no longer holds {lost}").fact("lost", c));
     }
     for ((after, expected), (before, _)) in seen.views_after.iter().zip(&seen.views_before) {
         findings.extend(
@@ -85,13 +85,10 @@ pub fn judge_restart(seen: &RestartSeen, desired: &Desired) -> Vec<Finding> {
         if after.visible() != before.visible() {
             let show = |v: &UserView| v.visible().into_iter().collect::<Vec<_>>().join(", ");
             findings.push(
-                drift(format!(
-                    "{}: sees [{}] after the restart, [{}] before the drift",
-                    after.user,
-                    show(after),
-                    show(before)
-                ))
-                .fact("user", &after.user),
+                drift("{user}: sees [{servers}] after the restart, [{servers_before}] before the drift")
+                    .fact("user", &after.user)
+                    .fact("servers", show(after))
+                    .fact("servers_before", show(before)),
             );
         }
     }

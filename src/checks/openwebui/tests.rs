@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::json;
 
 use super::judge::*;
-use super::probes::{Phase, judge_phases};
+use super::probes::{Phase, When, judge_phases};
 use super::restart::{RestartSeen, judge_restart};
 use super::tool_call::{Asked, judge_tool_call, nonce, prompt, with_nonce};
 use crate::config::Expectation;
@@ -23,7 +23,7 @@ pub(super) fn desired() -> Desired {
     };
     Desired {
         connections: vec![want("files"), want("native")],
-        forbidden: BTreeMap::from([("wiki".to_string(), "is disabled".to_string())]),
+        forbidden: BTreeMap::from([("wiki".to_string(), Forbidden::Disabled)]),
         provider_urls: ["files", "native", "wiki"]
             .iter()
             .map(|p| (p.to_string(), format!("http://{p}:8000/mcp")))
@@ -131,12 +131,20 @@ fn a_user_sees_exactly_what_its_groups_grant() {
 #[test]
 fn before_a_removal_only_the_removed_groups_server_matters() {
     let before =
-        Phase { when: String::new(), view: user(&["files", "native"], &[]), expected: set(&["files"]), exact: false };
-    let after =
-        Phase { when: "after: ".into(), view: user(&["files"], &[("files", 200)]), expected: set(&[]), exact: true };
+        Phase { when: When::default(), view: user(&["files", "native"], &[]), expected: set(&["files"]), exact: false };
+    let when = When::new("after `{group}`, its last group, was removed: ").fact("group", "roles/files/mcp");
+    assert_eq!(when.text(), "after `roles/files/mcp`, its last group, was removed: ");
+    let after = Phase { when, view: user(&["files"], &[("files", 200)]), expected: set(&[]), exact: true };
     let findings = judge_phases(&[before.clone(), after]);
     assert_eq!(findings.len(), 1, "{}", messages(&findings));
-    assert!(findings[0].sentence().starts_with("after: user u: `files` is usable"));
+    assert!(
+        findings[0]
+            .sentence()
+            .starts_with("after `roles/files/mcp`, its last group, was removed: user u: `files` is usable"),
+        "{}",
+        findings[0].sentence()
+    );
+    assert_eq!(findings[0].facts.get("group").map(String::as_str), Some("roles/files/mcp"));
     let missing = Phase { view: user(&[], &[]), ..before };
     assert!(messages(&judge_phases(&[missing])).contains("`files` is not usable"));
 }
@@ -411,7 +419,7 @@ fn the_plan_names_every_check_as_the_issue_does() {
     );
     let desired = Desired::of(&scenario, "webui");
     assert_eq!(desired.connections.len(), 2);
-    assert_eq!(desired.forbidden.get("wiki").map(String::as_str), Some("is disabled"));
+    assert_eq!(desired.forbidden.get("wiki"), Some(&Forbidden::Disabled));
     assert_eq!(desired.group_of("native"), Some("roles/native/mcp"));
     assert_eq!(desired.connections[0].credential.as_deref(), Some("files-token"));
 }

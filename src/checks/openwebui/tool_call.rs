@@ -162,79 +162,106 @@ fn evidence(seen: &ChatSeen, model: &str, nonce: Option<&str>) -> Vec<String> {
 /// Pure: the record proves the provider ran the call and the model got its result.
 pub fn judge_tool_call(provider: &str, seen: &ChatSeen, asked: &Asked) -> Vec<Finding> {
     let f = &asked.function;
-    let fail = |step: &str, msg: String| {
-        vec![Finding::text(FindingKind::ToolCallFailed, msg).fact("provider", provider).fact("step", step)]
+    let fail = |step: &str, template: &'static str| {
+        Finding::new(FindingKind::ToolCallFailed, template)
+            .fact("provider", provider)
+            .fact("step", step)
+            .fact("function", f)
     };
     if let Some(offered) = &seen.offered {
         let tools = offered.tools.as_deref().unwrap_or_default();
         if offered.status != 200 || !tools.contains(&asked.tool) {
-            let said = if offered.status == 200 {
-                format!("its tools are [{}]", tools.join(", "))
+            let failed = if offered.status == 200 {
+                fail(
+                    "offered",
+                    "Open WebUI did not offer `{function}` to the model: for {user}, its tools are [{tools}]",
+                )
+                .fact("tools", tools.join(", "))
             } else {
-                format!("/specs answered {}: {}", offered.status, offered.detail)
+                fail(
+                    "offered",
+                    "Open WebUI did not offer `{function}` to the model: for {user}, /specs answered {status}: {detail}",
+                )
+                .fact("status", offered.status)
+                .fact("detail", &offered.detail)
             };
-            return fail("offered", format!("Open WebUI did not offer `{f}` to the model: for {}, {said}", seen.user));
+            return vec![failed.fact("user", &seen.user)];
         }
     }
     let Some(reply) = &seen.reply else {
-        let why = seen.error.clone().unwrap_or_else(|| "no reply was saved".into());
-        return fail("reply", format!("no reply to a chat asking for `{f}` after {} ms: {why}", seen.waited_ms));
+        let failed = match &seen.error {
+            Some(e) => fail("reply", "no reply to a chat asking for `{function}` after {waited_ms} ms: {error}")
+                .fact("error", e),
+            None => {
+                fail("reply", "no reply to a chat asking for `{function}` after {waited_ms} ms: no reply was saved")
+            }
+        };
+        return vec![failed.fact("waited_ms", seen.waited_ms)];
     };
     let calls: Vec<&CallSeen> = seen.calls.iter().filter(|c| c.name == *f).collect();
     if calls.is_empty() {
         let others: Vec<&str> = seen.calls.iter().map(|c| c.name.as_str()).collect();
-        let called = if others.is_empty() {
-            "Open WebUI recorded no tool call".to_string()
+        let failed = if others.is_empty() {
+            fail(
+                "call",
+                "the model never called `{function}`: Open WebUI recorded no tool call, so nothing ran at the provider (the model answered {reply})",
+            )
         } else {
-            format!("Open WebUI recorded calls of [{}] only", others.join(", "))
+            fail(
+                "call",
+                "the model never called `{function}`: Open WebUI recorded calls of [{calls}] only, so nothing ran at the provider (the model answered {reply})",
+            )
+            .fact("calls", others.join(", "))
         };
-        return fail(
-            "call",
-            format!(
-                "the model never called `{f}`: {called}, so nothing ran at the provider (the model answered {reply:?})"
-            ),
-        );
+        return vec![failed.fact("reply", format!("{reply:?}"))];
     }
     let call = match &asked.nonce {
         Some(n) => match calls.iter().find(|c| c.arguments.contains(n.as_str())) {
             Some(c) => *c,
             None => {
-                return fail(
-                    "arguments",
-                    format!(
-                        "the model called `{f}` with other arguments than asked ({}): the nonce is not in them",
-                        calls[0].arguments
-                    ),
-                );
+                return vec![
+                    fail(
+                        "arguments",
+                        "the model called `{function}` with other arguments than asked ({arguments}): the nonce is not in them",
+                    )
+                    .fact("arguments", &calls[0].arguments),
+                ];
             }
         },
         None => calls[0],
     };
     let Some(result) = &call.result else {
-        return fail("result", format!("Open WebUI recorded no result of its call of `{f}`"));
+        return vec![fail("result", "Open WebUI recorded no result of its call of `{function}`")];
     };
     if let Some(n) = &asked.nonce
         && !result.contains(n.as_str())
     {
-        return fail(
-            "result",
-            format!(
-                "the result Open WebUI recorded for `{f}` does not carry the nonce sent in its arguments, so this call did not make it: {result:?}"
-            ),
-        );
+        return vec![
+            fail(
+                "result",
+                "the result Open WebUI recorded for `{function}` does not carry the nonce sent in its arguments, so this call did not make it: {result}",
+            )
+            .fact("result", format!("{result:?}")),
+        ];
     }
     if !meets(result, &asked.expect) {
-        return fail(
-            "result",
-            format!("the result of `{f}` that Open WebUI recorded does not meet the read's expectation: {result:?}"),
-        );
+        return vec![
+            fail(
+                "result",
+                "the result of `{function}` that Open WebUI recorded does not meet the read's expectation: {result}",
+            )
+            .fact("result", format!("{result:?}")),
+        ];
     }
     let got_back = match &asked.nonce {
         Some(n) => reply.contains(n.as_str()),
         None => meets(reply, &asked.expect),
     };
     if !got_back {
-        return fail("reply", format!("the model never got the result of `{f}` back: its reply was {reply:?}"));
+        return vec![
+            fail("reply", "the model never got the result of `{function}` back: its reply was {reply}")
+                .fact("reply", format!("{reply:?}")),
+        ];
     }
     vec![]
 }
