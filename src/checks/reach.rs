@@ -85,7 +85,9 @@ impl Door {
         let finding = match &self.via {
             Via::Direct => finding.prefixed("{addr} ({container} on network {network})"),
             Via::Published { container_port } => finding
-                .prefixed("{addr} (the host port published for {container} {container_port}, through gateway {network})")
+                .prefixed(
+                    "{addr} (the host port published for {container} {container_port}, through gateway {network})",
+                )
                 .fact("container_port", container_port),
             Via::Vip => finding.prefixed("{addr} (the virtual IP of service {container} on network {network})"),
         };

@@ -258,12 +258,17 @@ mod tests {
         assert_eq!(f.sentence(), "gitea_2: n8n opened TCP to 10.0.0.1:80 ({not a fact})");
         let json = serde_json::to_value(&f).unwrap();
         assert_eq!(json["message"], "gitea_2: n8n opened TCP to 10.0.0.1:80 ({not a fact})");
-        assert_eq!((json["kind"].as_str(), json["facts"]["addr"].as_str()), (Some("lateral_reach"), Some("10.0.0.1:80")));
+        assert_eq!(
+            (json["kind"].as_str(), json["facts"]["addr"].as_str()),
+            (Some("lateral_reach"), Some("10.0.0.1:80"))
+        );
     }
 
     #[test]
     fn a_value_is_never_read_as_a_placeholder() {
-        let f = Finding::new(FindingKind::NotRefused, "answered {body}").fact("body", "{addr} {\"x\":1}").fact("addr", "no");
+        let f = Finding::new(FindingKind::NotRefused, "answered {body}")
+            .fact("body", "{addr} {\"x\":1}")
+            .fact("addr", "no");
         assert_eq!(f.sentence(), "answered {addr} {\"x\":1}");
         assert_eq!(Finding::unclassified("a {b} c").sentence(), "a {b} c");
     }
