@@ -434,7 +434,7 @@ impl McpClient {
                 None => serde_json::json!({}),
             };
             let reply = self.reply(session, "tools/list", params).await?;
-            tools::Page::from_reply(&reply.text, reply.id)
+            tools::Page::from_large_reply(reply.text, reply.id).await
         })
         .await
     }

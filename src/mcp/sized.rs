@@ -60,7 +60,7 @@ impl McpClient {
                 };
                 let reply = self.reply(session, "tools/list", params).await?;
                 let bytes = reply.text.len();
-                let page = Page::from_reply(&reply.text, reply.id)?;
+                let page = Page::from_large_reply(reply.text, reply.id).await?;
                 seen.borrow_mut().push(PageSeen { items: page.tools.len(), bytes });
                 Ok(page)
             }

@@ -68,6 +68,24 @@ impl Page {
     }
 }
 
+/// Pages at least this large are parsed on the runtime's blocking pool.
+const LARGE_PAGE: usize = 256 * 1024;
+
+impl Page {
+    /// [`Page::from_reply`], on the blocking pool when the page is large. A namespace's
+    /// probes share one thread: parsing megabytes of schemas there stalled every other
+    /// check's connections and timers, so under load a correct server with a big list
+    /// "timed out" in the checks beside the listing.
+    pub async fn from_large_reply(text: Vec<u8>, id: u64) -> Result<Page, McpError> {
+        if text.len() < LARGE_PAGE {
+            return Page::from_reply(&text, id);
+        }
+        tokio::task::spawn_blocking(move || Page::from_reply(&text, id))
+            .await
+            .unwrap_or_else(|e| Err(McpError::Protocol { detail: format!("parsing a tools/list page: {e}") }))
+    }
+}
+
 /// Collects every page of `tools/list`. `fetch(cursor)` returns one page.
 ///
 /// A page without `nextCursor` (absent, null or `""`) ends the list. Fetching stops with
