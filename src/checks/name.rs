@@ -302,7 +302,11 @@ mod tests {
         let s = seen(&["10.0.9.5"], &[], AnswerSource::Dns);
         let r = roles(&s, &[], None, &topology());
         let f = judge(&s, &r, "client c").unwrap_err();
-        assert!(f[0].sentence().contains("10.0.9.5, which is `beta` on `net-beta`, not a container"), "{}", f[0].sentence());
+        assert!(
+            f[0].sentence().contains("10.0.9.5, which is `beta` on `net-beta`, not a container"),
+            "{}",
+            f[0].sentence()
+        );
         let client = target("client", "p_net-native", "10.0.1.100");
         let r = roles(&s, &[], Some(&client), &topology());
         let f = judge(&s, &r, "client c").unwrap_err();

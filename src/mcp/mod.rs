@@ -428,13 +428,13 @@ impl McpClient {
     /// `max_response_bytes` for all pages together and at most `max_tools` tools.
     pub async fn list_tools(&self, session: &Session) -> Result<Vec<Tool>, McpError> {
         self.listing_bytes.store(0, Ordering::Relaxed);
-        tools::paginate(self.limits.max_pages, self.limits.max_tools, |cursor| async move {
+        tools::paginate(self.limits.max_pages, self.limits.max_tools, |cursor, room| async move {
             let params = match cursor {
                 Some(c) => serde_json::json!({ "cursor": c }),
                 None => serde_json::json!({}),
             };
             let reply = self.reply(session, "tools/list", params).await?;
-            tools::Page::from_large_reply(reply.text, reply.id).await
+            tools::Page::from_large_reply(reply.text, reply.id, room).await
         })
         .await
     }

@@ -51,7 +51,7 @@ impl McpClient {
     pub async fn list_pages(&self, session: &Session) -> Result<Vec<PageSeen>, McpError> {
         self.listing_bytes.store(0, Ordering::Relaxed);
         let seen = RefCell::new(Vec::new());
-        tools::paginate(self.limits.max_pages, self.limits.max_tools, |cursor| {
+        tools::paginate(self.limits.max_pages, self.limits.max_tools, |cursor, room| {
             let seen = &seen;
             async move {
                 let params = match cursor {
@@ -60,7 +60,7 @@ impl McpClient {
                 };
                 let reply = self.reply(session, "tools/list", params).await?;
                 let bytes = reply.text.len();
-                let page = Page::from_large_reply(reply.text, reply.id).await?;
+                let page = Page::from_large_reply(reply.text, reply.id, room).await?;
                 seen.borrow_mut().push(PageSeen { items: page.tools.len(), bytes });
                 Ok(page)
             }

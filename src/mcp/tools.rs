@@ -28,16 +28,21 @@ impl Page {
 
     /// From the JSON text of the reply to request `id`: read straight into tools, each
     /// schema kept as canonical JSON text, so a page costs about its own size in memory
-    /// rather than a tree of every small object in it. Replies of another shape (a
-    /// batch, a malformed item) take the general path, with its errors.
-    pub fn from_reply(text: &[u8], id: u64) -> Result<Page, McpError> {
+    /// rather than a tree of every small object in it. At most `room + 1` tools are read:
+    /// one more than the run still has room for is enough to hit the tool cap, and a
+    /// page of 100k tools is then not built (ten checks listing it at once took cordon
+    /// past 100 MiB). Replies of another shape (a batch, a malformed item) take the
+    /// general path, with its errors.
+    pub fn from_reply(text: &[u8], id: u64, room: usize) -> Result<Page, McpError> {
         #[derive(serde::Deserialize)]
-        struct Message {
-            result: Option<WirePage>,
+        struct Message<'a> {
+            #[serde(borrow)]
+            result: Option<WirePage<'a>>,
         }
         #[derive(serde::Deserialize)]
-        struct WirePage {
-            tools: Vec<WireTool>,
+        struct WirePage<'a> {
+            #[serde(borrow)]
+            tools: Vec<&'a serde_json::value::RawValue>,
             #[serde(rename = "nextCursor", default)]
             next_cursor: Option<Value>,
         }
@@ -51,16 +56,19 @@ impl Page {
         }
         let object = text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
         if let Some(Ok(Message { result: Some(page) })) = object.then(|| serde_json::from_slice::<Message>(text)) {
-            let tools = page
-                .tools
-                .into_iter()
-                .map(|t| Tool {
-                    name: t.name,
-                    description: t.description.and_then(|d| d.as_str().map(str::to_string)),
-                    input_schema: t.input_schema.unwrap_or_default(),
-                })
-                .collect();
-            return Ok(Page { tools, next_cursor: page.next_cursor });
+            let read: Result<Vec<WireTool>, _> =
+                page.tools.iter().take(room.saturating_add(1)).map(|raw| serde_json::from_str(raw.get())).collect();
+            if let Ok(read) = read {
+                let tools = read
+                    .into_iter()
+                    .map(|t| Tool {
+                        name: t.name,
+                        description: t.description.and_then(|d| d.as_str().map(str::to_string)),
+                        input_schema: t.input_schema.unwrap_or_default(),
+                    })
+                    .collect();
+                return Ok(Page { tools, next_cursor: page.next_cursor });
+            }
         }
         let result = super::jsonrpc::take_result(text, id)
             .ok_or_else(|| McpError::Protocol { detail: "tools/list reply carries no result".into() })?;
@@ -76,24 +84,25 @@ impl Page {
     /// probes share one thread: parsing megabytes of schemas there stalled every other
     /// check's connections and timers, so under load a correct server with a big list
     /// "timed out" in the checks beside the listing.
-    pub async fn from_large_reply(text: Vec<u8>, id: u64) -> Result<Page, McpError> {
+    pub async fn from_large_reply(text: Vec<u8>, id: u64, room: usize) -> Result<Page, McpError> {
         if text.len() < LARGE_PAGE {
-            return Page::from_reply(&text, id);
+            return Page::from_reply(&text, id, room);
         }
-        tokio::task::spawn_blocking(move || Page::from_reply(&text, id))
+        tokio::task::spawn_blocking(move || Page::from_reply(&text, id, room))
             .await
             .unwrap_or_else(|e| Err(McpError::Protocol { detail: format!("parsing a tools/list page: {e}") }))
     }
 }
 
-/// Collects every page of `tools/list`. `fetch(cursor)` returns one page.
+/// Collects every page of `tools/list`. `fetch(cursor, room)` returns one page; `room` is
+/// how many more tools the cap allows (a page may stop reading one past it).
 ///
 /// A page without `nextCursor` (absent, null or `""`) ends the list. Fetching stops with
 /// `PageCap` when `max_pages` pages were read and there is still a cursor to follow, and
 /// with `CursorCycle` when a cursor comes back that was already followed.
 pub(crate) async fn paginate<F, Fut>(max_pages: usize, max_tools: usize, mut fetch: F) -> Result<Vec<Tool>, McpError>
 where
-    F: FnMut(Option<String>) -> Fut,
+    F: FnMut(Option<String>, usize) -> Fut,
     Fut: Future<Output = Result<Page, McpError>>,
 {
     let mut tools = Vec::new();
@@ -104,7 +113,7 @@ where
         if pages == max_pages {
             return Err(McpError::PageCap { pages });
         }
-        let page = fetch(cursor.clone()).await?;
+        let page = fetch(cursor.clone(), max_tools.saturating_sub(tools.len())).await?;
         pages += 1;
         tools.extend(page.tools);
         if tools.len() > max_tools {
@@ -408,7 +417,7 @@ mod tests {
     /// Serves pages from a map keyed by the cursor ("" = first page) and counts fetches.
     async fn run(pages: HashMap<&str, Value>, max_pages: usize) -> (Result<Vec<Tool>, McpError>, usize) {
         let mut fetches = 0;
-        let result = paginate(max_pages, 1000, |cursor| {
+        let result = paginate(max_pages, 1000, |cursor, _| {
             fetches += 1;
             let page = pages.get(cursor.as_deref().unwrap_or("")).cloned();
             async move { page.ok_or(McpError::Protocol { detail: "unknown cursor".into() }).and_then(Page::from_result) }
@@ -445,7 +454,7 @@ mod tests {
     #[tokio::test]
     async fn endless_fresh_cursors_hit_the_page_cap() {
         let mut fetches = 0;
-        let result = paginate(5, 1000, |cursor| {
+        let result = paginate(5, 1000, |cursor, _| {
             fetches += 1;
             let n: u64 = cursor.map(|c| c.parse().unwrap()).unwrap_or(0);
             async move { Page::from_result(page(&["t"], Some(&(n + 1).to_string()))) }
@@ -457,7 +466,7 @@ mod tests {
 
     #[tokio::test]
     async fn too_many_tools_hit_the_tool_cap() {
-        let result = paginate(20, 2, |_| async { Page::from_result(page(&["a", "b", "c"], None)) }).await;
+        let result = paginate(20, 2, |_, _| async { Page::from_result(page(&["a", "b", "c"], None)) }).await;
         assert!(matches!(result, Err(McpError::ToolCap { limit: 2 })));
     }
 
@@ -495,16 +504,38 @@ mod tests {
     #[test]
     fn pages_parse_typed_or_through_the_tree_alike() {
         let text = br#"{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"add","description":"d","inputSchema":{"type":"object","a":1},"annotations":{}},{"name":"x"}],"nextCursor":"c"}}"#;
-        let typed = Page::from_reply(text, 7).unwrap();
+        let typed = Page::from_reply(text, 7, usize::MAX).unwrap();
         let tree = Page::from_result(serde_json::from_slice::<Value>(text).unwrap()["result"].clone()).unwrap();
         assert_eq!(schema_hash(&typed.tools), schema_hash(&tree.tools));
         assert_eq!(typed.next_cursor, Some(json!("c")));
         assert_eq!(typed.tools[1].input_schema.as_str(), "null");
         // A batch takes the general path; a nameless item is still an error there.
         let batch = br#"[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"add"}]}}]"#;
-        assert_eq!(Page::from_reply(batch, 7).unwrap().tools[0].name, "add");
+        assert_eq!(Page::from_reply(batch, 7, usize::MAX).unwrap().tools[0].name, "add");
         let nameless = br#"{"jsonrpc":"2.0","id":7,"result":{"tools":[{"description":"x"}]}}"#;
-        assert!(matches!(Page::from_reply(nameless, 7), Err(McpError::Protocol { .. })));
+        assert!(matches!(Page::from_reply(nameless, 7, usize::MAX), Err(McpError::Protocol { .. })));
+    }
+
+    #[tokio::test]
+    async fn a_page_past_the_cap_is_read_only_one_tool_past_it() {
+        let names: Vec<String> = (0..50).map(|i| format!(r#"{{"name":"t{i}"}}"#)).collect();
+        let text = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"tools":[{}]}}}}"#, names.join(","));
+        let page = Page::from_reply(text.as_bytes(), 7, 3).unwrap();
+        let read: Vec<&str> = page.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(read, ["t0", "t1", "t2", "t3"]);
+        assert_eq!(Page::from_reply(text.as_bytes(), 7, 50).unwrap().tools.len(), 50);
+        // Across pages the room shrinks: 30 tools, then a page of 50 with room for 10.
+        let first =
+            format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"tools":[{}],"nextCursor":"p2"}}}}"#, names[..30].join(","));
+        let mut rooms = Vec::new();
+        let result = paginate(20, 40, |cursor, room| {
+            rooms.push(room);
+            let text = if cursor.is_none() { first.clone() } else { text.clone() };
+            async move { Page::from_reply(text.as_bytes(), 7, room) }
+        })
+        .await;
+        assert!(matches!(result, Err(McpError::ToolCap { limit: 40 })));
+        assert_eq!(rooms, [40, 10]);
     }
 
     #[test]

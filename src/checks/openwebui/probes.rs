@@ -370,7 +370,7 @@ impl When {
 
     /// The opening as text, for the evidence.
     pub fn text(&self) -> String {
-        self.on(Finding::new(FindingKind::Other, self.template)).sentence()
+        crate::model::phrase(|f| self.on(f.prefixed(self.template)))
     }
 }
 
