@@ -15,6 +15,7 @@ use crate::exit::Ending;
 use crate::interrupt;
 use crate::model::{CheckName, CheckResult, RunReport, Verdict};
 use crate::netns::NsPool;
+use crate::report::failure::EvidenceLevel;
 use crate::report::live::{LiveConsole, LiveEvents};
 use crate::report::{self, console};
 use crate::runner;
@@ -25,6 +26,8 @@ pub struct RunRequest {
     pub suite: Suite,
     pub redactor: Redactor,
     pub tests: Arguments,
+    /// How much of a failed check's evidence the console prints.
+    pub evidence: EvidenceLevel,
     pub results_dir: Option<PathBuf>,
     /// The compose project; overrides the scenario's `project`.
     pub project: Option<String>,
@@ -49,7 +52,7 @@ pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redact
 }
 
 pub fn execute(request: RunRequest) -> Ending {
-    let RunRequest { scenario, mut suite, redactor, tests, results_dir, project, compare } = request;
+    let RunRequest { scenario, mut suite, redactor, tests, evidence, results_dir, project, compare } = request;
     if let Some(dir) = results_dir {
         suite.outputs.override_dir(dir, "--results");
     }
@@ -88,20 +91,20 @@ pub fn execute(request: RunRequest) -> Ending {
         Found::Interrupted => return interrupted(runtime),
         Found::Unreachable(message) => {
             let report = report_of(not_run(&selected, &message));
-            return finish(&tests, &report, &unselected, &outputs, &redactor, None, earlier.as_ref());
+            return finish(&tests, evidence, &report, &unselected, &outputs, &redactor, None, earlier.as_ref());
         }
     };
     let pool = deployment.as_ref().map(|d| d.pool.clone()).unwrap_or_else(|| Arc::new(NsPool::new()));
     let ctx = Arc::new(RunContext { scenario, suite, redactor: redactor.clone(), deployment, pool, clock });
     let names: Vec<String> = selected.iter().map(|c| c.name().to_string()).collect();
-    let console = LiveConsole::new(&tests, &names, redactor.clone());
+    let console = LiveConsole::new(&tests, evidence, &names, redactor.clone());
     let run = runner::run_checks(selected, ctx, Arc::new(LiveEvents(console.clone())));
     let Some(results) = runtime.block_on(interrupt::unless_interrupted(run)) else { return interrupted(runtime) };
     runtime.block_on(crate::engine::carrier::carriers().finish());
     runtime.shutdown_background();
 
     let report = report_of(results);
-    finish(&tests, &report, &unselected, &outputs, &redactor, Some(&console), earlier.as_ref())
+    finish(&tests, evidence, &report, &unselected, &outputs, &redactor, Some(&console), earlier.as_ref())
 }
 
 /// What a run will check, and what it compares with.
@@ -235,8 +238,10 @@ fn interrupted(runtime: tokio::runtime::Runtime) -> Ending {
 
 /// Prints the console summary, writes the reports and picks the exit code. A failed check
 /// outranks a report that could not be written; that otherwise is an infrastructure error.
+#[allow(clippy::too_many_arguments)]
 fn finish(
     tests: &Arguments,
+    evidence: EvidenceLevel,
     report: &RunReport,
     unselected: &[String],
     outputs: &Outputs,
@@ -245,8 +250,11 @@ fn finish(
     earlier: Option<&Earlier>,
 ) -> Ending {
     match live {
-        Some(console) => console.finish(unselected.len(), report.duration.as_secs_f64()),
-        None => console::print(tests, report, unselected, redactor),
+        Some(live) => {
+            let matrix = console::matrix_text(&report::redacted(report, redactor));
+            live.finish(unselected.len(), report.duration.as_secs_f64(), matrix.as_deref())
+        }
+        None => console::print(tests, evidence, report, unselected, redactor),
     }
     // A JSON console stream stays pure JSON: the human lines go to stderr then.
     let json = tests.format == Some(libtest_mimic::FormatSetting::Json);

@@ -13,9 +13,11 @@ use crate::mcp::{Limits, Transport};
 use crate::secret::Redactor;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use compare_args::CompareArgs;
+use console_args::ConsoleArgs;
 use libtest_mimic::Arguments;
 
 mod compare_args;
+mod console_args;
 mod help;
 
 #[derive(Parser)]
@@ -52,6 +54,8 @@ enum Command {
         #[command(flatten)]
         history: CompareArgs,
         #[command(flatten)]
+        console: ConsoleArgs,
+        #[command(flatten)]
         tests: Arguments,
     },
     /// Run the compose suite against a deployed compose project, from inside each client
@@ -72,6 +76,8 @@ enum Command {
         #[command(flatten)]
         history: CompareArgs,
         #[command(flatten)]
+        console: ConsoleArgs,
+        #[command(flatten)]
         tests: Arguments,
     },
     /// Run the swarm suite against a swarm stack (`docker stack deploy`), from inside each
@@ -91,6 +97,8 @@ enum Command {
         results: Option<PathBuf>,
         #[command(flatten)]
         history: CompareArgs,
+        #[command(flatten)]
+        console: ConsoleArgs,
         #[command(flatten)]
         tests: Arguments,
     },
@@ -190,6 +198,8 @@ struct ProbeArgs {
     #[arg(long, value_name = "DIR")]
     results: Option<PathBuf>,
     #[command(flatten)]
+    console: ConsoleArgs,
+    #[command(flatten)]
     tests: Arguments,
 }
 
@@ -211,16 +221,16 @@ pub fn main() -> Ending {
     };
     let redactor = Redactor::new();
     let command = match cli.command {
-        Command::Swarm { stack, scenario, suite, results, history, tests } => {
-            Command::Run { suite, scenario, results, project: Some(stack), history, tests }
+        Command::Swarm { stack, scenario, suite, results, history, console, tests } => {
+            Command::Run { suite, scenario, results, project: Some(stack), history, console, tests }
         }
         Command::Agent => return crate::agent::main(),
         Command::Completions { shell } => return completions(&shell),
         other => other,
     };
     match command {
-        Command::Run { suite, scenario, results, project, history, tests }
-        | Command::Compose { suite, scenario, results, project, history, tests } => {
+        Command::Run { suite, scenario, results, project, history, console, tests }
+        | Command::Compose { suite, scenario, results, project, history, console, tests } => {
             let scenario = match Scenario::load(&scenario, &redactor) {
                 Ok(s) => s,
                 Err(e) => return app::report_config_errors("scenario", &e, &redactor),
@@ -230,7 +240,16 @@ pub fn main() -> Ending {
                 Err(e) => return app::report_config_errors("suite", &e, &redactor),
             };
             let compare = history.request();
-            app::execute(RunRequest { scenario, suite, redactor, tests, results_dir: results, project, compare })
+            app::execute(RunRequest {
+                scenario,
+                suite,
+                redactor,
+                tests,
+                evidence: console.level(),
+                results_dir: results,
+                project,
+                compare,
+            })
         }
         Command::Demo { keep, verbose, swarm, variant, extra } => {
             crate::demo::run(crate::demo::DemoArgs { keep, verbose, swarm, variant, extra })
@@ -327,6 +346,7 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         suite,
         redactor: redactor.clone(),
         tests: args.tests,
+        evidence: args.console.level(),
         results_dir: args.results,
         project: None,
         compare: None,

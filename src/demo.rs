@@ -208,7 +208,6 @@ pub fn run(args: DemoArgs) -> Ending {
     let suite =
         ["compose", "--project", PROJECT, "--scenario", files.scenario.as_str(), "--suite", "suites/compose.yaml"];
     let code = child::run_suite(&mut stages, &suite, &args.extra, &env);
-    child::print_matrix(Path::new("results/report.json"));
     step(&format!(
         "suite finished in {:.1} s with exit code {}; reports in results/ (report.html has the reach matrix)",
         suite_started.elapsed().as_secs_f64(),

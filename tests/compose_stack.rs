@@ -190,7 +190,41 @@ fn judge_variant(
     }
     let expected = if expect.fails.is_empty() { 0 } else { 1 };
     assert_eq!(code, expected, "{name}: exit code\n{stderr}");
+    assert_failures_read_at_a_glance(name, expect, stdout);
     got
+}
+
+/// Most lines the console may give one failing check by default: its name, a line per
+/// broken rule (five, then a count), the proving evidence (five, then a count), where the
+/// probe ran and where the rest is.
+const MAX_LINES_PER_FAILURE: usize = 15;
+
+/// Every failing check is shown under `---- <check> ----` with its reason within
+/// [`MAX_LINES_PER_FAILURE`] lines, and the closing list names it with its reason.
+fn assert_failures_read_at_a_glance(name: &str, expect: &Expect, stdout: &str) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let mut blocks: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(check) = line.strip_prefix("---- ").and_then(|l| l.strip_suffix(" ----")) else { continue };
+        let block: Vec<&str> = lines[i..].iter().take_while(|l| !l.is_empty()).copied().collect();
+        blocks.insert(check.to_string(), block);
+    }
+    for f in &expect.fails {
+        let block =
+            blocks.get(&f.check).unwrap_or_else(|| panic!("{name}: no `---- {} ----` block:\n{stdout}", f.check));
+        assert!(
+            block.len() <= MAX_LINES_PER_FAILURE,
+            "{name}: {} takes {} lines on the console, more than {MAX_LINES_PER_FAILURE}:\n{}",
+            f.check,
+            block.len(),
+            block.join("\n")
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with(&format!("    {}: ", f.check))),
+            "{name}: the closing list does not name {} with its reason:\n{stdout}",
+            f.check
+        );
+    }
 }
 
 fn result_of<'a>(report: &'a serde_json::Value, check: &str) -> &'a serde_json::Value {

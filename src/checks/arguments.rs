@@ -320,7 +320,8 @@ pub fn judge(observed: &[ArgumentSession], mut evidence: Vec<String>) -> Attempt
             _ => {}
         }
         for case in &s.cases {
-            evidence.push(format!("{era}: {} → {}", case.sent, case.answer));
+            let line = format!("{era}: {} → {}", case.sent, case.answer);
+            evidence.push(line.clone());
             if case.answer.refused() {
                 continue;
             }
@@ -335,7 +336,8 @@ pub fn judge(observed: &[ArgumentSession], mut evidence: Vec<String>) -> Attempt
                     .suffixed(" was not refused: it answered {answer}")
                     .fact("replica", &s.replica)
                     .fact("era", words)
-                    .fact("answer", &case.answer),
+                    .fact("answer", &case.answer)
+                    .proven_by(line),
             );
         }
     }

@@ -358,7 +358,8 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
         let control = s.calls.first().map(|(n, a)| (n.as_str(), a));
         for (i, (name, answer)) in s.calls.iter().enumerate() {
             let shown = crate::text::sanitize(name);
-            evidence.push(format!("{at}, {era}: tools/call {shown} → {answer}"));
+            let line = format!("{at}, {era}: tools/call {shown} → {answer}");
+            evidence.push(line.clone());
             let verdict = if i == 0 {
                 match answer {
                     a if a.refused() => Called::Refused,
@@ -383,12 +384,14 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
                         .fact("bearer", &s.bearer)
                         .fact("era", era)
                         .fact("tool_shown", &shown)
-                        .fact("tool", name),
+                        .fact("tool", name)
+                        .proven_by(line),
                 ),
             }
         }
         if let Some((before, after)) = &s.reads {
-            evidence.push(format!("{at}: the read before the calls: {before}; after: {after}"));
+            let line = format!("{at}: the read before the calls: {before}; after: {after}");
+            evidence.push(line.clone());
             if before != after && !before.not_ready() && !after.not_ready() {
                 findings.push(
                     Finding::new(
@@ -399,7 +402,8 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
                     .fact("bearer", &s.bearer)
                     .fact("era", era)
                     .fact("read_before", before)
-                    .fact("read_after", after),
+                    .fact("read_after", after)
+                    .proven_by(line),
                 );
             }
         }

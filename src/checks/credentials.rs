@@ -160,7 +160,12 @@ fn alive_or_presented(
     let mut presented = Vec::new();
     for (d, secret) in dead {
         if secret.expose() != current.expose() {
-            presented.push(Presented { label: d.label(), secret: Some((*secret).clone()), in_query: None });
+            presented.push(Presented {
+                label: d.label(),
+                secret: Some((*secret).clone()),
+                in_query: None,
+                short: None,
+            });
         } else if !provider.disabled {
             findings.push(
                 d.named(Finding::new(
@@ -181,7 +186,7 @@ async fn refused_everywhere(ctx: &RunContext, provider: &Provider, presented: Ve
         Dead::Retired => "a retired credential",
         Dead::Revoked => "a removed consumer's credential",
     };
-    let rule = RefusalRule { refusal: provider.refusal, bearer_label: bearer_label.into(), shared_with: vec![] };
+    let rule = RefusalRule { refusal: provider.refusal, bearer_label: bearer_label.into(), ..Default::default() };
     refusal::presented_everywhere(ctx, provider, presented, &rule).await
 }
 

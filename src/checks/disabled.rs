@@ -548,7 +548,8 @@ fn judge_name(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<String>)
                 )
                 .fact("from", from)
                 .fact("host", &name.host)
-                .fact("addrs", super::connect::join_addrs(&routed)),
+                .fact("addrs", super::connect::join_addrs(&routed))
+                .proven_by(format!("{from}: {}", name.answered())),
             );
         }
     }
@@ -578,11 +579,16 @@ fn judge_knocks(
             }
         }
         match r {
-            Ok(()) => findings.push(
-                Finding::new(FindingKind::StillAccepting, "still accepting TCP: from {from} {addr}")
-                    .fact("from", from)
-                    .fact("addr", addr),
-            ),
+            Ok(()) => {
+                let line = format!("{from}: {addr}: TCP connect accepted");
+                evidence.push(line.clone());
+                findings.push(
+                    Finding::new(FindingKind::StillAccepting, "still accepting TCP: from {from} {addr}")
+                        .fact("from", from)
+                        .fact("addr", addr)
+                        .proven_by(line),
+                );
+            }
             Err(e) => evidence.push(format!("{from}: {addr}: {e}")),
         }
     }
@@ -596,6 +602,7 @@ fn judge_answers(l: &Look, elsewhere: &[SocketAddr], findings: &mut Vec<Finding>
         match &t.outcome {
             Ok(e) => {
                 evidence.push(format!("{from}: {}", e.summary()));
+                let line = e.proof(&format!("{from}: "));
                 findings.push(
                     Finding::new(
                         FindingKind::StillListening,
@@ -605,7 +612,8 @@ fn judge_answers(l: &Look, elsewhere: &[SocketAddr], findings: &mut Vec<Finding>
                     .fact("entry", t.ask.entry)
                     .fact("url", &e.url)
                     .fact("status", e.status)
-                    .fact("addr", addr),
+                    .fact("addr", addr)
+                    .proven_by(line),
                 );
             }
             Err(e) => evidence.push(format!("{from}: {}: no HTTP answer ({})", t.ask, e.text)),
@@ -649,9 +657,11 @@ fn judge_credential(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<St
         match how {
             Some((e, how)) => {
                 evidence.push(format!("{from}: {door}: {}", e.summary()));
+                let line = e.proof(&format!("{from}: {door}: "));
                 findings.push(
                     door.before(how.fact("entry", &e.ask).fact("url", &e.url).fact("status", e.status))
-                        .prefixed("the disabled provider's credential still works: "),
+                        .prefixed("the disabled provider's credential still works: ")
+                        .proven_by(line),
                 );
             }
             None => evidence.push(format!(

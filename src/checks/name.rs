@@ -37,11 +37,6 @@ impl NameSeen {
         let addrs: Vec<String> = self.wildcard.addrs.iter().map(IpAddr::to_string).collect();
         let probes: Vec<String> =
             self.wildcard.probes.iter().map(|(n, a)| format!("{n} → [{}]", join_addrs(a))).collect();
-        let source = match self.answer.source {
-            AnswerSource::HostsFile => " (from /etc/hosts)",
-            AnswerSource::Literal => " (an address literal)",
-            AnswerSource::Dns => "",
-        };
         let learned = match &self.wildcard.unknown_names_time_out {
             Some(known) => format!(
                 "wildcard set W = {{}} (every unknown name timed out — {} — while `{known}` answers: the resolver forwards unknown names nowhere, as on an `internal: true` network, so they resolve to nothing)",
@@ -49,12 +44,21 @@ impl NameSeen {
             ),
             None => format!("wildcard set W = {{{}}} (learned from {})", addrs.join(", "), probes.join(", ")),
         };
-        let answered = if self.unknown {
+        vec![learned, self.answered()]
+    }
+
+    /// What the name resolved to, as evidence shows it.
+    pub fn answered(&self) -> String {
+        let source = match self.answer.source {
+            AnswerSource::HostsFile => " (from /etc/hosts)",
+            AnswerSource::Literal => " (an address literal)",
+            AnswerSource::Dns => "",
+        };
+        if self.unknown {
             format!("{} → [] (timed out, as every unknown name does here)", self.host)
         } else {
             format!("{} → [{}]{source}", self.host, join_addrs(&self.answer.addrs))
-        };
-        vec![learned, answered]
+        }
     }
 }
 
@@ -218,7 +222,7 @@ pub fn judge(
         .fact("providers", at.join(", "))
         .fact("strays", &strays)
     };
-    let mut finding = finding.fact("host", host).fact("from", from);
+    let mut finding = finding.fact("host", host).fact("from", from).proven_by(seen.answered());
     for (addr, _) in &stray {
         finding = finding.fact("addr", addr);
     }

@@ -448,15 +448,16 @@ fn judge_knocks(
                 silenced.extend(silenced_by_full_queue(e, &surface.listening_after, container, port));
             }
             Ok(()) if k.repeats.iter().all(Result::is_ok) => {
-                evidence.push(format!(
-                    "{}: connected ({} of {} repeats too)",
-                    k.door,
-                    k.repeats.len(),
-                    k.repeats.len()
-                ));
+                let connected =
+                    format!("{}: connected ({} of {} repeats too)", k.door, k.repeats.len(), k.repeats.len());
+                evidence.push(connected.clone());
+                let mut proof = vec![connected];
                 if let Some(refs) = &surface.references {
                     match answered_by_container(refs, k) {
-                        Some(Ok(line)) => evidence.push(line),
+                        Some(Ok(line)) => {
+                            evidence.push(line.clone());
+                            proof.push(line);
+                        }
                         Some(Err(line)) => {
                             evidence.push(line);
                             continue;
@@ -471,7 +472,7 @@ fn judge_knocks(
                     }
                 }
                 let (kind, how) = crossing.finding(&k.door.via);
-                findings.push(lead(k.door.before(Finding::new(kind, how))));
+                findings.push(lead(k.door.before(Finding::new(kind, how))).proven_by_all(proof));
             }
             Ok(()) => transient.push(format!(
                 "{} connected once but not again ({}): the engine let it through for a moment",

@@ -8,7 +8,7 @@
 //! at the same entry points plus the session-bound ones. Judged by [`judge`], a pure
 //! function over those observations.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use futures_util::StreamExt;
 use futures_util::future::{BoxFuture, join_all};
@@ -55,11 +55,19 @@ pub struct Presented {
     /// Sent as this URL query parameter, with no `Authorization` header.
     #[serde(default)]
     pub in_query: Option<String>,
+    /// How a list of bearers that got the same answer names this one after the first
+    /// (`near miss: cut by one`); the label when absent.
+    #[serde(default)]
+    pub short: Option<String>,
 }
 
 impl Presented {
     fn bearer(label: impl Into<String>, secret: Option<Secret>) -> Self {
-        Presented { label: label.into(), secret, in_query: None }
+        Presented { label: label.into(), secret, in_query: None, short: None }
+    }
+
+    fn shortly(self, short: impl Into<String>) -> Self {
+        Presented { short: Some(short.into()), ..self }
     }
 }
 
@@ -149,6 +157,20 @@ pub struct RefusalRule {
     pub bearer_label: String,
     /// Providers whose credential has the same value as this one's.
     pub shared_with: Vec<String>,
+    /// A presented bearer's short name by its label (see [`Presented::short`]).
+    pub short_names: BTreeMap<String, String>,
+}
+
+impl RefusalRule {
+    /// The rule, knowing how to name each of `presented` in a list.
+    fn naming(&self, presented: &[Presented]) -> RefusalRule {
+        let short_names = presented.iter().filter_map(|p| Some((p.label.clone(), p.short.clone()?))).collect();
+        RefusalRule { short_names, ..self.clone() }
+    }
+
+    fn short_name<'a>(&'a self, label: &'a str) -> &'a str {
+        self.short_names.get(label).map_or(label, String::as_str)
+    }
 }
 
 impl Probe for RefusalCheck {
@@ -159,7 +181,12 @@ impl Probe for RefusalCheck {
                 Ok(p) => p,
                 Err(attempt) => return attempt,
             };
-            let rule = RefusalRule { refusal: provider.refusal, bearer_label: describe(self.bearer), shared_with };
+            let rule = RefusalRule {
+                refusal: provider.refusal,
+                bearer_label: describe(self.bearer),
+                shared_with,
+                ..Default::default()
+            };
             presented_everywhere(ctx, &provider, presented, &rule).await
         })
     }
@@ -189,7 +216,7 @@ pub async fn presented_everywhere(
         Ok(o) => o,
         Err(attempt) => return attempt,
     };
-    let mut attempt = judge(&observations, rule);
+    let mut attempt = judge(&observations, &rule.naming(&presented));
     attempt.lead_with(format!("probed from {from}"));
     attempt
 }
@@ -215,6 +242,7 @@ impl RefusalCheck {
                     ),
                     secret: Some(valid.clone()),
                     in_query: Some(param.to_string()),
+                    short: Some(format!("the valid credential as `?{param}=`")),
                 }));
                 Ok((presented, vec![]))
             }
@@ -230,6 +258,7 @@ impl RefusalCheck {
                         format!("a near miss of the valid credential ({how})"),
                         Some(ctx.redactor.register(&label, value)),
                     )
+                    .shortly(format!("near miss: {how}"))
                 }));
                 Ok((presented, vec![]))
             }
@@ -243,10 +272,17 @@ impl RefusalCheck {
                     if secret.expose() == own {
                         shared.push(other.id.clone());
                     } else if seen.insert(secret.expose().to_string()) {
-                        presented.push(Presented::bearer(
-                            format!("another provider's valid bearer ({}, of provider {})", secret.label(), other.id),
-                            Some(secret.clone()),
-                        ));
+                        presented.push(
+                            Presented::bearer(
+                                format!(
+                                    "another provider's valid bearer ({}, of provider {})",
+                                    secret.label(),
+                                    other.id
+                                ),
+                                Some(secret.clone()),
+                            )
+                            .shortly(format!("{}'s {}", other.id, secret.label())),
+                        );
                     }
                 }
                 for id in &ctx.scenario.foreign_credentials {
@@ -691,6 +727,7 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
         .collect();
     let mut not_ready = Vec::new();
     let mut cannot_judge = Vec::new();
+    let mut broken = Vec::new();
     let many = observations.len() > 1;
     for o in observations {
         let prefix = if many { format!("{}: ", o.replica) } else { String::new() };
@@ -701,6 +738,10 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
         for (label, tries) in &o.probes {
             for t in tries {
                 evidence.push(format!("{prefix}{label}, {}", t.summary()));
+                let proof = match &t.outcome {
+                    Ok(e) => e.proof(&format!("{prefix}{label}, ")),
+                    Err(e) => format!("{prefix}{label}, {}: {}", t.ask, e.text),
+                };
                 let control = o.control.iter().find(|c| c.ask.same_shape(&t.ask));
                 if let (Some(c), Some(s)) = (control.and_then(Try::status), t.status())
                     && c != s
@@ -721,9 +762,11 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
                     Verdict::NotReady(why) => not_ready.push(format!("{prefix}{label}: {why}")),
                     Verdict::Broken(f) => {
                         broken_here += 1;
-                        let f = f.prefixed("{bearer} was not refused: ");
-                        let f = if many { f.prefixed("{replica}: ") } else { f };
-                        findings.push(f.fact("replica", &o.replica).fact("bearer", label));
+                        broken.push(Broken {
+                            replica: o.replica.clone(),
+                            bearer: label.clone(),
+                            finding: f.proven_by(proof),
+                        });
                     }
                 }
             }
@@ -736,7 +779,7 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
             }
         }
     }
-    let mut findings = group(findings);
+    findings.extend(tell(broken, many, rule));
     findings.extend(cannot_judge);
     Attempt::settle(findings, not_ready, evidence)
 }
@@ -796,26 +839,63 @@ fn unjudgeable(o: &ReplicaRefusal, prefix: &str, many: bool, differs: bool) -> O
     }
 }
 
-/// One finding per bearer, replica and kind, naming every entry point it covers: the
-/// first in full, the rest by name. Grouped by facts, never by the sentence.
-fn group(findings: Vec<Finding>) -> Vec<Finding> {
-    let key =
-        |x: &Finding| x.facts.get("bearer").map(|bearer| (x.kind, bearer.clone(), x.facts.get("replica").cloned()));
-    let mut out: Vec<(Finding, Vec<String>)> = Vec::new();
-    for f in findings {
-        match key(&f).and_then(|k| out.iter_mut().find(|(o, _)| key(o).as_ref() == Some(&k))) {
-            Some((_, more)) => more.push(f.facts.get("entry").cloned().unwrap_or_default()),
-            None => out.push((f, Vec::new())),
+/// A bad bearer's answer that broke the rule, before it is told.
+struct Broken {
+    replica: String,
+    bearer: String,
+    finding: Finding,
+}
+
+/// One finding per outcome, so a reason reads one line per thing that went wrong: the
+/// bearers that got the same answer at the same entry point are told together, then the
+/// entry points where that same set of bearers got that same answer. Grouped by kind,
+/// shape and facts, never by the sentence.
+fn tell(broken: Vec<Broken>, many: bool, rule: &RefusalRule) -> Vec<Finding> {
+    let mut outcomes: Vec<(String, Finding, Vec<String>)> = Vec::new();
+    for b in broken {
+        match outcomes.iter_mut().find(|(r, f, _)| *r == b.replica && f.same_rule_but(&b.finding, &[])) {
+            Some((_, f, bearers)) => {
+                f.add_proof(b.finding.proof);
+                if !bearers.contains(&b.bearer) {
+                    bearers.push(b.bearer);
+                }
+            }
+            None => outcomes.push((b.replica, b.finding, vec![b.bearer])),
         }
     }
-    out.into_iter()
-        .map(|(f, more)| {
-            if more.is_empty() {
-                return f;
+    let mut told: Vec<(String, Finding, Vec<String>, Vec<String>)> = Vec::new();
+    for (replica, f, bearers) in outcomes {
+        let same = |(r, g, b, _): &&mut (String, Finding, Vec<String>, Vec<String>)| {
+            *r == replica && *b == bearers && g.same_rule_but(&f, &["entry"])
+        };
+        match told.iter_mut().find(same) {
+            Some((_, g, _, more)) => {
+                more.push(f.facts.get("entry").cloned().unwrap_or_default());
+                g.add_proof(f.proof);
             }
-            f.suffixed(" (and the same at {more} more entry point(s): {more_entries})")
-                .fact("more", more.len())
-                .fact("more_entries", more.join("; "))
+            None => told.push((replica, f, bearers, Vec::new())),
+        }
+    }
+    told.into_iter()
+        .map(|(replica, f, bearers, more)| {
+            let f = match more.len() {
+                0 => f,
+                n => f
+                    .suffixed(" (and the same at {more} more entry point(s): {more_entries})")
+                    .fact("more", n)
+                    .fact("more_entries", more.join("; ")),
+            };
+            // The first bearer is named in full, as a lone one is; the rest, alike, after.
+            let f = match &bearers[1..] {
+                [] => f,
+                alike => f
+                    .suffixed(" (and the same for {alike} more bearer(s): {alike_bearers})")
+                    .fact("alike", alike.len())
+                    .fact("alike_bearers", alike.iter().map(|b| rule.short_name(b)).collect::<Vec<_>>().join("; ")),
+            };
+            let f = f.prefixed("{bearer} was not refused: ");
+            let f = if many { f.prefixed("{replica}: ") } else { f };
+            f.fact("replica", replica).fact("bearer", &bearers[0])
         })
         .collect()
 }

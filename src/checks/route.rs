@@ -189,7 +189,8 @@ pub fn judge(
                 starting.push(why);
             }
             Some(Err(e)) if listens => {
-                evidence.push(format!("{target} ({container} on {network}): {e}"));
+                let line = format!("{target} ({container} on {network}): {e}");
+                evidence.push(line.clone());
                 findings.push(
                     Finding::new(
                         FindingKind::ProviderNotAccepting,
@@ -200,7 +201,8 @@ pub fn judge(
                     .fact("port", o.port)
                     .fact("from", from)
                     .fact("network", &network)
-                    .fact("error", e),
+                    .fact("error", e)
+                    .proven_by(line),
                 );
             }
             Some(Err(e)) => {

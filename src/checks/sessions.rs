@@ -200,27 +200,35 @@ pub fn judge_runs(runs: &[SessionRun], read: Option<&ReadSpec>, mut evidence: Ve
             && let Attempt::Fail { findings: f, evidence: e } = judge_read(&read.tool, &read.expect, result, vec![])
         {
             evidence.extend(e.into_iter().map(|l| format!("{}: {l}", run.replica)));
-            findings.extend(f.into_iter().map(|f| f.prefixed("{replica}: ").fact("replica", &run.replica)));
+            findings.extend(f.into_iter().map(|mut f| {
+                f.proof = f.proof.iter().map(|l| format!("{}: {l}", run.replica)).collect();
+                f.prefixed("{replica}: ").fact("replica", &run.replica)
+            }));
         }
     }
     Attempt::settle(findings, not_ready, evidence)
 }
 
 pub fn judge_read(tool: &str, expect: &Expectation, result: &ToolResult, mut evidence: Vec<String>) -> Attempt {
-    evidence.push(format!("result: {}", crate::text::body_excerpt(result.raw.to_string().as_bytes(), 400)));
+    let returned = format!("result: {}", crate::text::body_excerpt(result.raw.to_string().as_bytes(), 400));
+    evidence.push(returned.clone());
     if result.is_error {
         return Attempt::failed(
             vec![
                 Finding::new(FindingKind::ReadFailed, "read tool `{tool}` returned isError: true: {text}")
                     .fact("tool", tool)
                     .fact("is_error", true)
-                    .fact("text", crate::text::body_excerpt(result.text.join(" ").as_bytes(), 200)),
+                    .fact("text", crate::text::body_excerpt(result.text.join(" ").as_bytes(), 200))
+                    .proven_by(returned),
             ],
             evidence,
         );
     }
     let failed = |template: &'static str, expected: String| {
-        let finding = Finding::new(FindingKind::ReadFailed, template).fact("tool", tool).fact("expected", expected);
+        let finding = Finding::new(FindingKind::ReadFailed, template)
+            .fact("tool", tool)
+            .fact("expected", expected)
+            .proven_by(returned.clone());
         Attempt::failed(vec![finding], evidence.clone())
     };
     match expect {

@@ -1,9 +1,8 @@
 //! The suite run of either demo: cordon itself as a child process, its results on the
 //! console (one dot per check unless the user chose a format), its notes (discovery,
 //! waiting) in the demo log, Ctrl-C stopping the suite but not the demo (the stack must
-//! still come down); then the reach matrix read back from the report it wrote.
+//! still come down). Its console closes with the failures and the reach matrix.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use nix::sys::signal::{SigHandler, Signal, signal};
@@ -23,8 +22,12 @@ pub(super) fn run_suite(
     child.args(suite_args).args(extra).envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let chose_format = extra.iter().any(|a| a.starts_with("--format") || a == "-q" || a == "--quiet" || a == "--list");
     if !stages.verbose && !chose_format {
-        // One dot per check keeps a passing demo on one screen; failures still print in full.
+        // One dot per check keeps a passing demo on one screen; failures still print their
+        // reasons and proof.
         child.args(["--format", "terse"]);
+    }
+    if stages.verbose && !extra.iter().any(|a| a.starts_with("--evidence") || a == "--verbose") {
+        child.arg("--verbose");
     }
     if !stages.verbose
         && let Some(log) = stages.log.as_ref().and_then(|l| l.try_clone().ok())
@@ -46,17 +49,4 @@ pub(super) fn run_suite(
         stages.show_tail();
     }
     code
-}
-
-/// The reach matrix of the run just finished, read back from the report at `json`.
-pub(super) fn print_matrix(json: &Path) {
-    let Ok(text) = std::fs::read_to_string(json) else { return };
-    let Ok(report) = crate::model::RunReport::from_json(&text) else { return };
-    let matrix = crate::matrix::Matrix::from_report(&report);
-    if !matrix.is_empty() {
-        eprintln!(
-            "\nreach matrix (rows: clients; columns: providers and the apps behind sidecars):\n{}",
-            matrix.to_text()
-        );
-    }
 }

@@ -20,7 +20,6 @@ pub const SUBNET: &str = "10.172";
 pub const BLOCK: &str = "1";
 const DEPLOY: &str = "docker/swarm/deploy.sh";
 /// Where suites/swarm.yaml writes its JSON report.
-const REPORT: &str = "results/swarm/report.json";
 /// Where a swarm this code initializes puts `docker_gwbridge` and the ingress network.
 pub const GWBRIDGE_SUBNET: &str = "10.178.0.0/24";
 pub const ADDRESS_POOL: &str = "10.179.0.0/16";
@@ -270,7 +269,6 @@ pub fn run(args: DemoArgs) -> Ending {
     let suite_started = Instant::now();
     let suite = ["swarm", "--stack", STACK, "--scenario", "scenarios/reference.yaml", "--suite", "suites/swarm.yaml"];
     let code = super::child::run_suite(&mut stages, &suite, &args.extra, &env);
-    super::child::print_matrix(Path::new(REPORT));
     step(&format!(
         "suite finished in {:.1} s with exit code {}; reports in results/swarm/ (report.html has the reach matrix)",
         suite_started.elapsed().as_secs_f64(),

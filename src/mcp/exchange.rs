@@ -217,10 +217,26 @@ impl Exchange {
 
     /// One line of evidence.
     pub fn summary(&self) -> String {
-        let mut line = format!("{}: {} {} → {}", self.ask, self.method, self.url, self.status);
+        format!("{}: {} {} → {}{}", self.ask, self.method, self.url, self.status_and_hops(), self.details())
+    }
+
+    /// The line that proves a rule broken, the status first, then `who` asked, then what was
+    /// asked, the body last: a console that cuts it to its width keeps what matters.
+    pub fn proof(&self, who: &str) -> String {
+        format!("{} ← {who}{}: {} {}{}", self.status_and_hops(), self.ask, self.method, self.url, self.details())
+    }
+
+    fn status_and_hops(&self) -> String {
+        let mut line = self.status.to_string();
         for hop in &self.hops {
             line.push_str(&format!(" ({hop})"));
         }
+        line
+    }
+
+    /// Headers worth showing, then the body.
+    fn details(&self) -> String {
+        let mut line = String::new();
         if let Some(ct) = &self.content_type {
             line.push_str(&format!(", content-type {ct}"));
         }

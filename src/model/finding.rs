@@ -92,6 +92,10 @@ pub struct Finding {
     pub kind: FindingKind,
     shape: Shape,
     pub facts: BTreeMap<String, String>,
+    /// The evidence lines that show this rule broken (the exchange or connect that broke
+    /// it), as the check's evidence has them: what the console prints under the reason,
+    /// where the rest of the evidence stays in the reports.
+    pub proof: Vec<String>,
 }
 
 /// A sentence's shape: fixed text from the code (placeholders filled from the facts), or
@@ -106,7 +110,7 @@ impl Finding {
     /// A finding whose sentence is `template` with each `{fact}` filled in from the facts
     /// added with [`Finding::fact`]; `{{` and `}}` stand for braces, as in `format!`.
     pub fn new(kind: FindingKind, template: &'static str) -> Self {
-        Self { kind, shape: Shape::Template(Cow::Borrowed(template)), facts: BTreeMap::new() }
+        Self { kind, shape: Shape::Template(Cow::Borrowed(template)), facts: BTreeMap::new(), proof: Vec::new() }
     }
 
     /// A finding no family has classified: its whole sentence is its one fact, `reason`.
@@ -118,6 +122,27 @@ impl Finding {
     pub fn fact(mut self, key: &str, value: impl ToString) -> Self {
         self.facts.insert(key.to_string(), value.to_string());
         self
+    }
+
+    /// Adds the evidence line that shows the rule broken (an exchange, a connect).
+    pub fn proven_by(mut self, line: impl Into<String>) -> Self {
+        self.add_proof([line.into()]);
+        self
+    }
+
+    /// Adds every line of `lines` as [`Finding::proven_by`] does.
+    pub fn proven_by_all(mut self, lines: impl IntoIterator<Item = String>) -> Self {
+        self.add_proof(lines);
+        self
+    }
+
+    /// Adds every line of `lines` not already there: the proof of findings merged into this one.
+    pub fn add_proof(&mut self, lines: impl IntoIterator<Item = String>) {
+        for line in lines {
+            if !self.proof.contains(&line) {
+                self.proof.push(line);
+            }
+        }
     }
 
     /// The same sentence and facts, as a finding of another kind (a connection's drift that
@@ -145,6 +170,15 @@ impl Finding {
         self
     }
 
+    /// The same rule broken the same way: kind, sentence shape and facts alike, but for
+    /// the facts named in `but` (and the proof). What findings are grouped by.
+    pub fn same_rule_but(&self, other: &Finding, but: &[&str]) -> bool {
+        let facts = |f: &Finding| -> Vec<(String, String)> {
+            f.facts.iter().filter(|(k, _)| !but.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
+        };
+        self.kind == other.kind && self.shape == other.shape && facts(self) == facts(other)
+    }
+
     /// The finding with every value it holds passed through `clean` (the redactor): its
     /// facts, and a sentence read back from a report. A template is the code's own text.
     pub fn scrubbed(self, clean: impl Fn(&str) -> String) -> Self {
@@ -153,7 +187,8 @@ impl Finding {
             template => template,
         };
         let facts = self.facts.into_iter().map(|(k, v)| (clean(&k), clean(&v))).collect();
-        Finding { kind: self.kind, shape, facts }
+        let proof = self.proof.iter().map(|line| clean(line)).collect();
+        Finding { kind: self.kind, shape, facts, proof }
     }
 
     /// The sentence a reporter shows, rendered from the facts.
@@ -225,17 +260,19 @@ struct FindingRecord {
     message: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     facts: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    proof: Vec<String>,
 }
 
 impl From<Finding> for FindingRecord {
     fn from(f: Finding) -> Self {
-        FindingRecord { kind: f.kind, message: f.sentence(), facts: f.facts }
+        FindingRecord { kind: f.kind, message: f.sentence(), facts: f.facts, proof: f.proof }
     }
 }
 
 impl From<FindingRecord> for Finding {
     fn from(r: FindingRecord) -> Self {
-        Finding { kind: r.kind, shape: Shape::Rendered(r.message), facts: r.facts }
+        Finding { kind: r.kind, shape: Shape::Rendered(r.message), facts: r.facts, proof: r.proof }
     }
 }
 

@@ -12,7 +12,7 @@ use std::io::{IsTerminal, Write};
 use libtest_mimic::{Arguments, ColorSetting, FormatSetting, Trial};
 use serde_json::json;
 
-use super::failure_text;
+use super::failure::{self, EvidenceLevel};
 use crate::model::{CheckName, CheckResult, RunReport, Verdict};
 use crate::secret::Redactor;
 use crate::text::sanitize;
@@ -36,9 +36,15 @@ pub fn list(args: &Arguments, planned: &[CheckName]) {
 
 /// Prints finished results, with the run's real duration; `unselected` checks count as
 /// filtered out.
-pub fn print(args: &Arguments, report: &RunReport, unselected: &[String], redactor: &Redactor) {
+pub fn print(
+    args: &Arguments,
+    evidence: EvidenceLevel,
+    report: &RunReport,
+    unselected: &[String],
+    redactor: &Redactor,
+) {
     let report = super::redacted(report, redactor);
-    let style = Style::from_args(args);
+    let style = Style::from_args(args, evidence);
     let text = redactor.redact(&render(&report, unselected.len(), style));
     let written = match &args.logfile {
         Some(path) => std::fs::write(path, text),
@@ -54,20 +60,36 @@ pub fn print(args: &Arguments, report: &RunReport, unselected: &[String], redact
 pub struct Style {
     pub format: FormatSetting,
     pub color: bool,
+    /// How much evidence a failure shows.
+    pub evidence: EvidenceLevel,
+    /// The terminal's width, when the console is one: evidence lines are cut to it.
+    pub width: Option<usize>,
 }
 
 impl Style {
-    pub fn from_args(args: &Arguments) -> Style {
+    pub fn from_args(args: &Arguments, evidence: EvidenceLevel) -> Style {
         let format = if args.quiet { FormatSetting::Terse } else { args.format.unwrap_or(FormatSetting::Pretty) };
+        let tty = args.logfile.is_none() && std::io::stdout().is_terminal();
         let color = match args.color.unwrap_or(ColorSetting::Auto) {
             ColorSetting::Always => true,
             ColorSetting::Never => false,
-            ColorSetting::Auto => {
-                args.logfile.is_none() && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-            }
+            ColorSetting::Auto => tty && std::env::var_os("NO_COLOR").is_none(),
         };
-        Style { format, color }
+        let width = if tty { Some(terminal_width()) } else { None };
+        Style { format, color, evidence, width }
     }
+}
+
+/// The width of the terminal on stdout: `COLUMNS` when set, else what the terminal says,
+/// else 100.
+fn terminal_width() -> usize {
+    if let Some(columns) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
+        return columns;
+    }
+    let mut size = nix::libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ writes one winsize into the struct we own; fd 1 is only read.
+    let got = unsafe { nix::libc::ioctl(1, nix::libc::TIOCGWINSZ, &mut size) };
+    if got == 0 && size.ws_col >= 20 { usize::from(size.ws_col) } else { 100 }
 }
 
 /// What libtest calls a test's outcome, and the `[kind]` it is listed under.
@@ -77,10 +99,12 @@ enum Outcome {
     Ignored(String),
 }
 
-fn outcome(r: &CheckResult) -> Outcome {
+fn outcome(r: &CheckResult, style: Style) -> Outcome {
     match r.verdict {
         Verdict::Passed => Outcome::Ok,
-        Verdict::Failed | Verdict::Unreachable | Verdict::StaleBaseline => Outcome::Failed(failure_text(r)),
+        Verdict::Failed | Verdict::Unreachable | Verdict::StaleBaseline => {
+            Outcome::Failed(failure::text(r, style.evidence, style.width))
+        }
         Verdict::Skipped => Outcome::Ignored(sanitize(&r.reason)),
         Verdict::KnownFailure => Outcome::Ignored(format!("known failure: {}", sanitize(&r.reason))),
     }
@@ -99,8 +123,20 @@ pub struct Tally {
     pub passed: usize,
     pub failed: usize,
     pub ignored: usize,
-    pub failures: Vec<(String, String)>,
+    pub failures: Vec<Failure>,
 }
+
+/// A failed check as the end of a run shows it.
+pub struct Failure {
+    pub name: String,
+    /// What `---- <name> ----` heads: the reason and the evidence the style asks for.
+    pub text: String,
+    /// The reason on one line, for the closing list.
+    pub reason: String,
+}
+
+/// How long a closing summary's line may be when the console is not a terminal.
+const SUMMARY_WIDTH: usize = 240;
 
 /// The line that opens a run.
 pub fn header(planned: usize, style: Style) -> String {
@@ -120,12 +156,12 @@ fn paint(style: Style, word: &str, color: u8) -> String {
 /// One finished check, as libtest prints a test (names padded to `name_width`).
 pub fn line(r: &CheckResult, style: Style, name_width: usize, kind_width: usize, tally: &mut Tally) -> String {
     let name = sanitize(&r.name);
-    let outcome = outcome(r);
+    let outcome = outcome(r, style);
     match &outcome {
         Outcome::Ok => tally.passed += 1,
         Outcome::Failed(text) => {
             tally.failed += 1;
-            tally.failures.push((name.clone(), text.clone()));
+            tally.failures.push(Failure { name: name.clone(), text: text.clone(), reason: failure::one_line(r) });
         }
         Outcome::Ignored(_) => tally.ignored += 1,
     }
@@ -165,8 +201,10 @@ pub fn line(r: &CheckResult, style: Style, name_width: usize, kind_width: usize,
     }
 }
 
-/// The failures and the summary line, with the run's real duration.
-pub fn tail(tally: &Tally, filtered_out: usize, seconds: f64, style: Style) -> String {
+/// The failures, each with its reason and proof; their names with a one-line reason each
+/// and the reach matrix (`matrix`, when the run has one), so the last screen of a log
+/// says what broke; and the summary line, with the run's real duration.
+pub fn tail(tally: &Tally, filtered_out: usize, seconds: f64, style: Style, matrix: Option<&str>) -> String {
     let mut out = String::new();
     if style.format == FormatSetting::Json {
         let event = if tally.failed > 0 { "failed" } else { "ok" };
@@ -182,13 +220,23 @@ pub fn tail(tally: &Tally, filtered_out: usize, seconds: f64, style: Style) -> S
     }
     if !tally.failures.is_empty() {
         out.push_str("\nfailures:\n\n");
-        for (name, text) in &tally.failures {
-            out.push_str(&format!("---- {name} ----\n{text}\n\n"));
+        for f in &tally.failures {
+            out.push_str(&format!("---- {} ----\n{}\n\n", f.name, f.text));
         }
         out.push_str("\nfailures:\n");
-        for (name, _) in &tally.failures {
-            out.push_str(&format!("    {name}\n"));
+        for f in &tally.failures {
+            let line = format!("    {}: {}", f.name, f.reason);
+            // A log has no width; a reason of many rules still ends within a few lines
+            // (its block above lists each rule on a line of its own).
+            let line = failure::fit(&line, style.width.unwrap_or(SUMMARY_WIDTH));
+            out.push_str(&line);
+            out.push('\n');
         }
+    }
+    if let Some(matrix) = matrix.filter(|m| !m.is_empty()) {
+        out.push_str("\nreach matrix (rows: clients; columns: providers and the apps behind sidecars):\n");
+        out.push_str(matrix.trim_end());
+        out.push('\n');
     }
     let verdict = if tally.failed > 0 { paint(style, "FAILED", 31) } else { paint(style, "ok", 32) };
     out.push_str(&format!(
@@ -197,6 +245,12 @@ pub fn tail(tally: &Tally, filtered_out: usize, seconds: f64, style: Style) -> S
         tally.passed, tally.failed, tally.ignored
     ));
     out
+}
+
+/// The reach matrix of a run as text, when it has one (clients and providers).
+pub fn matrix_text(report: &RunReport) -> Option<String> {
+    let matrix = crate::matrix::Matrix::from_report(report);
+    (!matrix.is_empty()).then(|| matrix.to_text())
 }
 
 /// The kind column's width for these results.
@@ -214,7 +268,8 @@ pub fn render(report: &RunReport, filtered_out: usize, style: Style) -> String {
     for r in results {
         out.push_str(&line(r, style, name_width, kind_width, &mut tally));
     }
-    out.push_str(&tail(&tally, filtered_out, report.duration.as_secs_f64(), style));
+    let matrix = matrix_text(report);
+    out.push_str(&tail(&tally, filtered_out, report.duration.as_secs_f64(), style, matrix.as_deref()));
     out
 }
 

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
+use super::failure::{self, EvidenceLevel};
 use super::failure_text;
 use crate::model::{RunReport, Verdict};
 use crate::text::sanitize;
@@ -22,9 +23,9 @@ pub fn render(report: &RunReport) -> String {
         let status = match result.verdict {
             Verdict::Passed => TestCaseStatus::success(),
             Verdict::Failed | Verdict::StaleBaseline => {
-                non_success(NonSuccessKind::Failure, result.verdict, &reason, &failure_text(result))
+                non_success(NonSuccessKind::Failure, result.verdict, &reason, result)
             }
-            Verdict::Unreachable => non_success(NonSuccessKind::Error, result.verdict, &reason, &failure_text(result)),
+            Verdict::Unreachable => non_success(NonSuccessKind::Error, result.verdict, &reason, result),
             Verdict::Skipped | Verdict::KnownFailure => {
                 let mut s = TestCaseStatus::skipped();
                 s.set_type(result.verdict.as_str());
@@ -39,7 +40,8 @@ pub fn render(report: &RunReport) -> String {
         let mut case = TestCase::new(sanitize(&result.name), status);
         case.set_classname(format!("cordon.{family}"));
         case.set_time(result.duration);
-        if !result.evidence.is_empty() && result.verdict == Verdict::Passed {
+        // A failure's text holds its proof; everything the check saw goes beside it.
+        if !result.evidence.is_empty() && !matches!(result.verdict, Verdict::Skipped | Verdict::KnownFailure) {
             let lines: Vec<String> = result.evidence.iter().map(|l| sanitize(l)).collect();
             case.set_system_out(lines.join("\n"));
         }
@@ -49,10 +51,17 @@ pub fn render(report: &RunReport) -> String {
     junit.to_string().expect("quick-junit serializes any report")
 }
 
-fn non_success(kind: NonSuccessKind, verdict: Verdict, message: &str, description: &str) -> TestCaseStatus {
+/// A failure or error: the one-line reason as its message, the broken rules and the
+/// evidence that proves them as its text.
+fn non_success(
+    kind: NonSuccessKind,
+    verdict: Verdict,
+    message: &str,
+    result: &crate::model::CheckResult,
+) -> TestCaseStatus {
     let mut s = TestCaseStatus::non_success(kind);
     s.set_type(verdict.as_str());
     s.set_message(message);
-    s.set_description(description);
+    s.set_description(failure::text(result, EvidenceLevel::Proof, None));
     s
 }

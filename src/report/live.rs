@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 use libtest_mimic::Arguments;
 
 use super::console::{self, Style, Tally};
+use super::failure::EvidenceLevel;
 use crate::model::{CheckName, CheckResult};
 use crate::runner::Events;
 use crate::secret::Redactor;
-use crate::text::sanitize;
+use crate::text::{sanitize, sanitize_lines};
 
 struct State {
     started: Instant,
@@ -41,8 +42,8 @@ pub struct LiveConsole {
 
 impl LiveConsole {
     /// `planned` are the names of the checks that will run (for the column width).
-    pub fn new(args: &Arguments, planned: &[String], redactor: Redactor) -> Arc<LiveConsole> {
-        let style = Style::from_args(args);
+    pub fn new(args: &Arguments, evidence: EvidenceLevel, planned: &[String], redactor: Redactor) -> Arc<LiveConsole> {
+        let style = Style::from_args(args, evidence);
         let out: Box<dyn Write + Send> = match args.logfile.as_ref().and_then(|p| std::fs::File::create(p).ok()) {
             Some(file) => Box::new(file),
             None => Box::new(std::io::stdout()),
@@ -107,12 +108,14 @@ impl LiveConsole {
         state.drawn = true;
     }
 
-    /// The failures and the summary; stops the progress line.
-    pub fn finish(&self, filtered_out: usize, seconds: f64) {
+    /// The failures, the reach matrix (`matrix`, when the run has one) and the summary;
+    /// stops the progress line.
+    pub fn finish(&self, filtered_out: usize, seconds: f64, matrix: Option<&str>) {
         self.ticking.store(false, Ordering::Relaxed);
         let mut state = self.state.lock().expect("console lock");
         self.clear(&mut state);
-        let text = console::tail(&state.tally, filtered_out, seconds, self.style);
+        let text =
+            console::tail(&state.tally, filtered_out, seconds, self.style, matrix.map(sanitize_lines).as_deref());
         let mut out = self.out.lock().expect("console lock");
         let _ = out.write_all(self.redactor.redact(&text).as_bytes());
         let _ = out.flush();
@@ -179,7 +182,7 @@ impl Events for LiveEvents {
 
     fn check_finished(&self, result: &CheckResult) {
         let console = &self.0;
-        let redacted = redact_result(result, &console.redactor);
+        let redacted = super::redacted_result(result, &console.redactor);
         let mut state = console.state.lock().expect("console lock");
         state.done += 1;
         state.running = state.running.saturating_sub(1);
@@ -188,16 +191,6 @@ impl Events for LiveEvents {
         let text = console::line(&redacted, console.style, console.name_width, kind_width, &mut state.tally);
         console.print(&mut state, &text);
     }
-}
-
-fn redact_result(result: &CheckResult, redactor: &Redactor) -> CheckResult {
-    let mut r = result.clone();
-    r.name = super::clean(&r.name, redactor);
-    r.reason = super::clean(&r.reason, redactor);
-    for line in r.evidence.iter_mut() {
-        *line = super::clean(line, redactor);
-    }
-    r
 }
 
 #[cfg(test)]
@@ -221,7 +214,12 @@ mod tests {
     fn lines_appear_as_checks_finish_and_the_summary_counts_them() {
         let buffer = Arc::new(Mutex::new(Vec::new()));
         let args = Arguments::from_iter(["cordon"]);
-        let console = LiveConsole::new(&args, &["route::a->b".into(), "reach::c-/->b".into()], Redactor::new());
+        let console = LiveConsole::new(
+            &args,
+            EvidenceLevel::Proof,
+            &["route::a->b".into(), "reach::c-/->b".into()],
+            Redactor::new(),
+        );
         *console.out.lock().unwrap() = Box::new(Buffer(buffer.clone()));
         let events = LiveEvents(console.clone());
         events.run_started(2);
@@ -234,7 +232,7 @@ mod tests {
             Verdict::Passed,
             "",
         ));
-        console.finish(0, 1.25);
+        console.finish(0, 1.25, None);
         let all = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
         assert!(all.contains("test route::a->b   ... ok"), "{all}");
         assert!(all.contains("1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1.25s"), "{all}");

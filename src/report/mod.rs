@@ -4,6 +4,7 @@
 //! their own sink's escaping (XML, JSON, Markdown, the console's line structure).
 pub mod console;
 pub mod escape;
+pub mod failure;
 pub mod html;
 pub mod job_summary;
 pub mod json;
@@ -54,15 +55,21 @@ pub fn redacted(report: &RunReport, redactor: &Redactor) -> RunReport {
     let mut copy = report.clone();
     scrub(&mut copy.scenario);
     scrub(&mut copy.suite);
-    for r in &mut copy.results {
-        scrub(&mut r.name);
-        scrub(&mut r.reason);
-        scrub(&mut r.id.subject);
-        r.id.aspect.iter_mut().chain(r.id.client.iter_mut()).chain(r.id.provider.iter_mut()).for_each(scrub);
-        r.evidence.iter_mut().chain(r.transient.iter_mut()).for_each(scrub);
-        r.findings = std::mem::take(&mut r.findings).into_iter().map(|f| f.scrubbed(|s| clean(s, redactor))).collect();
-    }
+    copy.results = copy.results.iter().map(|r| redacted_result(r, redactor)).collect();
     copy
+}
+
+/// A copy of one result with every text redacted and sanitized, as [`redacted`] does.
+pub fn redacted_result(result: &CheckResult, redactor: &Redactor) -> CheckResult {
+    let scrub = |s: &mut String| *s = clean(s, redactor);
+    let mut r = result.clone();
+    scrub(&mut r.name);
+    scrub(&mut r.reason);
+    scrub(&mut r.id.subject);
+    r.id.aspect.iter_mut().chain(r.id.client.iter_mut()).chain(r.id.provider.iter_mut()).for_each(scrub);
+    r.evidence.iter_mut().chain(r.transient.iter_mut()).for_each(scrub);
+    r.findings = std::mem::take(&mut r.findings).into_iter().map(|f| f.scrubbed(|s| clean(s, redactor))).collect();
+    r
 }
 
 /// Writes JUnit, JSON, Markdown and the HTML report, each with the "since last run"

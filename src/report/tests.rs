@@ -6,6 +6,7 @@ use super::*;
 use crate::config::{Family, Mode};
 use crate::model::{CheckName, CheckResult, Finding, FindingKind, RunReport, Verdict};
 use crate::secret::Redactor;
+use failure::EvidenceLevel;
 
 fn result(name: &str, verdict: Verdict, reason: &str, evidence: &[&str]) -> CheckResult {
     let mut r = CheckResult::new(&CheckName::new(Family::Contract, "x"), verdict, reason);
@@ -198,7 +199,7 @@ fn markdown_keeps_names_in_spans_and_evidence_in_fences() {
 #[test]
 fn console_prints_one_line_per_check_and_the_real_duration() {
     use libtest_mimic::FormatSetting;
-    let style = console::Style { format: FormatSetting::Pretty, color: false };
+    let style = console_style(FormatSetting::Pretty, EvidenceLevel::All);
     let text = console::render(&hostile_report(), 2, style);
     assert_eq!(raw_dangerous(&text), [] as [char; 0], "{text}");
     let test_lines: Vec<_> = text.lines().filter(|l| l.starts_with("test ")).collect();
@@ -216,7 +217,7 @@ fn console_prints_one_line_per_check_and_the_real_duration() {
     assert!(text.contains("---- contract::a::read ----\nread tool `add` returned isError: true\n  result:"), "{text}");
     assert!(text.contains("test result: FAILED. 1 passed; 3 failed; 2 ignored; 0 measured; 0 filtered out"), "{text}");
 
-    let json_style = console::Style { format: FormatSetting::Json, color: false };
+    let json_style = console_style(FormatSetting::Json, EvidenceLevel::All);
     let text = console::render(&hostile_report(), 0, json_style);
     assert_eq!(raw_dangerous(&text), [] as [char; 0], "{text}");
     for line in text.lines() {
@@ -225,8 +226,48 @@ fn console_prints_one_line_per_check_and_the_real_duration() {
             assert_eq!(event["exec_time"], 1.0);
         }
     }
-    let terse = console::render(&report(), 0, console::Style { format: FormatSetting::Terse, color: false });
+    let terse = console::render(&report(), 0, console_style(FormatSetting::Terse, EvidenceLevel::Proof));
     assert!(terse.contains("\n.FFiiF\n"), "{terse}");
+}
+
+fn console_style(format: libtest_mimic::FormatSetting, evidence: EvidenceLevel) -> console::Style {
+    console::Style { format, color: false, evidence, width: None }
+}
+
+#[test]
+fn by_default_a_failure_shows_its_reason_and_proof_and_the_summary_names_each_reason() {
+    use libtest_mimic::FormatSetting;
+    let mut r = report();
+    let finding = Finding::new(FindingKind::ReadFailed, "read tool `{tool}` returned isError: true")
+        .fact("tool", "add")
+        .proven_by("result: {\"isError\":true}");
+    r.results[1].findings = vec![finding];
+    r.results[1].evidence = vec![
+        "probed from client webui (c1) by setns".into(),
+        "session: initialize → 200".into(),
+        "result: {\"isError\":true}".into(),
+    ];
+    let text = console::render(&r, 0, console_style(FormatSetting::Pretty, EvidenceLevel::Proof));
+    let block = "---- contract::a::read ----\nread tool `add` returned isError: true\n  result: {\"isError\":true}\n  \
+                 probed from client webui (c1) by setns\n  (all 3 evidence line(s): report.json, `cordon explain contract::a::read`, or --verbose)\n\n";
+    assert!(text.contains(block), "{text}");
+    assert!(!text.contains("session: initialize"), "{text}");
+    assert!(text.contains("\nfailures:\n    contract::a::read: read tool `add` returned isError: true\n"), "{text}");
+    assert!(text.contains("    contract::a::anonymous: still not ready\n"), "{text}");
+    let all = console::render(&r, 0, console_style(FormatSetting::Pretty, EvidenceLevel::All));
+    assert!(all.contains("  session: initialize → 200\n"), "{all}");
+}
+
+#[test]
+fn junit_gives_the_reason_as_message_the_proof_as_text_and_the_rest_beside() {
+    let mut r = report();
+    r.results[1].findings =
+        vec![Finding::new(FindingKind::ReadFailed, "read tool `add` returned isError: true").proven_by("result: bad")];
+    r.results[1].evidence = vec!["session: initialize → 200".into(), "result: bad".into()];
+    let xml = junit::render(&r);
+    let case = xml.split("<testcase ").find(|c| c.contains("contract::a::read")).unwrap();
+    assert!(case.contains("returned isError: true\n  result: bad"), "{case}");
+    assert!(case.contains("<system-out>session: initialize → 200\nresult: bad</system-out>"), "{case}");
 }
 
 #[test]

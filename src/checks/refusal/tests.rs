@@ -89,7 +89,7 @@ fn with_answer(matches: impl Fn(&Ask) -> bool, answer: impl Fn(Ask) -> Exchange)
 }
 
 fn rule() -> RefusalRule {
-    RefusalRule { refusal: Refusal::HttpStatus, bearer_label: "no bearer".into(), shared_with: vec![] }
+    RefusalRule { refusal: Refusal::HttpStatus, bearer_label: "no bearer".into(), ..Default::default() }
 }
 
 fn kinds(a: &Attempt) -> Vec<FindingKind> {
@@ -322,4 +322,53 @@ fn near_misses_are_one_edit_away(#[case] valid: &str) {
     assert!(half.starts_with(&valid[..valid.len() / 2]) && half.len() == valid.len());
     // A credential with no letter has no case to swap.
     assert_eq!(hows.contains(&"case swapped"), valid.chars().any(|c| c.is_ascii_alphabetic()), "{hows:?}");
+}
+
+#[test]
+fn one_line_per_outcome_naming_the_bearers_and_entry_points_it_covers() {
+    // Three bearers all served at initialize and tools/list alike; one of them also at
+    // the SSE GET, which is a different outcome and keeps its own line.
+    let mut o = with_answer(|a| matches!(a.entry, EntryPoint::Initialize | EntryPoint::ToolsList), |a| served(a, 200));
+    let tries = o.probes[0].1.clone();
+    o.probes.push(("a wrong bearer".into(), tries.clone()));
+    let mut third = tries;
+    for t in third.iter_mut().filter(|t| t.ask.entry == EntryPoint::SseGet && t.ask.session.is_none()) {
+        let mut e = ex(t.ask.clone(), 200);
+        e.content_type = Some("text/event-stream".into());
+        t.outcome = Ok(e);
+    }
+    o.probes.push(("a near miss".into(), third));
+    let mut rule = rule();
+    rule.short_names.insert("a near miss".into(), "near miss".into());
+    let attempt = judge(&[o], &rule);
+    let Attempt::Fail { findings, .. } = attempt else { panic!("{attempt:?}") };
+    let sentences: Vec<String> = findings.iter().map(Finding::sentence).collect();
+    let all_three = |s: &str| {
+        s.starts_with("no bearer was not refused: ")
+            && s.ends_with(" (and the same for 2 more bearer(s): a wrong bearer; near miss)")
+    };
+    assert!(sentences.iter().any(|s| all_three(s) && s.contains("initialize")), "{sentences:#?}");
+    assert!(
+        sentences.iter().any(|s| all_three(s) && s.contains("more entry point(s)")),
+        "every tools/list shape is one line: {sentences:#?}"
+    );
+    assert!(
+        sentences.iter().any(|s| s.starts_with("a near miss was not refused: ") && s.contains("event stream")),
+        "{sentences:#?}"
+    );
+    assert!(sentences.len() <= 4, "{sentences:#?}");
+    // Each grouped line keeps the exchanges behind it, one per bearer and entry point.
+    let initialize = findings.iter().find(|f| f.sentence().contains("initialize")).unwrap();
+    assert!(initialize.proof.len() >= 3, "{:#?}", initialize.proof);
+}
+
+#[test]
+fn a_proving_line_leads_with_the_status_and_ends_with_the_body() {
+    let mut e = served(Ask::new(EntryPoint::Initialize), 200);
+    e.body.excerpt = r#"{"result":{"tools":[]}}"#.into();
+    let line = e.proof("a wrong bearer, ");
+    assert!(line.starts_with("200 ← a wrong bearer, initialize"), "{line}");
+    assert!(line.ends_with(r#"body {"result":{"tools":[]}}"#), "{line}");
+    let cut = crate::report::failure::fit(&line, 40);
+    assert!(cut.starts_with("200 ← a wrong bearer"), "{cut}");
 }
