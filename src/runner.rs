@@ -117,19 +117,32 @@ async fn run_one(check: &dyn Check, ctx: &RunContext, permits: &Semaphore, event
         let _permit = permits.acquire().await.expect("semaphore closed");
         queued += waited.elapsed();
         let began = Instant::now();
-        // A first attempt that waited in line past the hard stop still gets one exchange
-        // limit of its own: every check runs at least once. Retries never outlive the stop.
-        let cut = if attempts == 1 { clock.hard_stop().max(began + clock.exchange_limit) } else { clock.hard_stop() };
-        let Outcome { attempt, transient } = match tokio::time::timeout_at(cut.into(), check.run(ctx)).await {
-            Ok(outcome) => outcome,
-            Err(_) => Outcome::from(Attempt::not_ready(
+        // One clock for the run: an attempt that waited in line for a slot starts with what
+        // is left of it, never with an allowance of its own, so the run ends at its hard
+        // stop however many checks queued (one that waited past it does not run at all).
+        let cut = clock.hard_stop();
+        let hard_stop = (clock.deadline + clock.exchange_limit).as_secs_f64();
+        let outcome = if began >= cut {
+            Outcome::from(Attempt::not_ready(
                 format!(
-                    "the attempt was cut at the run's hard stop ({:.1}s: the deadline plus one exchange limit)",
-                    (clock.deadline + clock.exchange_limit).as_secs_f64()
+                    "the run's hard stop ({hard_stop:.1}s: the deadline plus one exchange limit) came while it waited {:.1}s for one of the {} slots, so it did not run",
+                    queued.as_secs_f64(),
+                    ctx.suite.concurrency
                 ),
                 vec![],
-            )),
+            ))
+        } else {
+            match tokio::time::timeout_at(cut.into(), check.run(ctx)).await {
+                Ok(outcome) => outcome,
+                Err(_) => Outcome::from(Attempt::not_ready(
+                    format!(
+                        "the attempt was cut at the run's hard stop ({hard_stop:.1}s: the deadline plus one exchange limit)"
+                    ),
+                    vec![],
+                )),
+            }
         };
+        let Outcome { attempt, transient } = outcome;
         own += began.elapsed();
         drop(_permit);
         let mut result = CheckResult::new(name, Verdict::Passed, "");
@@ -310,6 +323,62 @@ mod tests {
         fn run<'a>(&'a self, _: &'a RunContext) -> BoxFuture<'a, Attempt> {
             Box::pin(async { Attempt::Pass { evidence: vec![] } })
         }
+    }
+
+    /// A check whose every attempt takes longer than any hard stop.
+    struct Stuck;
+
+    impl Probe for Stuck {
+        fn run<'a>(&'a self, _: &'a RunContext) -> BoxFuture<'a, Attempt> {
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Attempt::Pass { evidence: vec![] }
+            })
+        }
+    }
+
+    /// One clock for the run: with one slot, a deadline of 0 and an exchange limit of
+    /// 300 ms, the first stuck check is cut at the hard stop and the ones queued behind
+    /// it get what is left, nothing, instead of an allowance of their own each.
+    #[test]
+    fn checks_that_queued_for_a_slot_share_the_run_s_hard_stop() {
+        let limits = crate::mcp::Limits { exchange_timeout: Duration::from_millis(300), ..Default::default() };
+        let mut suite = crate::config::Suite::for_probe(limits, Duration::ZERO);
+        suite.concurrency = 1;
+        let clock = crate::check::RunClock::new(&suite);
+        let scenario = crate::config::Scenario {
+            name: "clock".into(),
+            project: None,
+            file: "<test>".into(),
+            providers: vec![],
+            clients: vec![],
+            credentials: Default::default(),
+            foreign_credentials: vec![],
+        };
+        let ctx = Arc::new(RunContext {
+            scenario,
+            suite,
+            redactor: crate::secret::Redactor::new(),
+            deployment: None,
+            pool: Arc::new(crate::netns::NsPool::new()),
+            clock,
+        });
+        let checks: Vec<Arc<dyn Check>> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|n| Arc::new(Named { name: CheckName::parse(&full(n)).unwrap(), probe: Stuck }) as Arc<dyn Check>)
+            .collect();
+        struct Quiet;
+        impl Events for Quiet {}
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let started = Instant::now();
+        let results = runtime.block_on(run_checks(checks, ctx, Arc::new(Quiet)));
+        let took = started.elapsed();
+        // An allowance each would take 5 × 300 ms.
+        assert!(took < Duration::from_millis(1000), "five stuck checks held the run {took:?}");
+        assert!(results.iter().all(|r| r.verdict == Verdict::Unreachable), "{results:#?}");
+        let queued: Vec<&CheckResult> = results.iter().filter(|r| r.reason.contains("did not run")).collect();
+        assert_eq!(queued.len(), 4, "{results:#?}");
+        assert!(queued[0].reason.contains("for one of the 1 slots"), "{}", queued[0].reason);
     }
 
     #[test]

@@ -328,6 +328,66 @@ fn a_dripping_server_holds_the_run_one_exchange_limit_at_most(#[case] mode: &str
     assert!(out.run.wall <= bound, "took {:?}, over the deadline plus one exchange limit plus 1 s", out.run.wall);
 }
 
+/// Issue 29 item 6, one clock for the run: two dripping servers, four slots and more
+/// checks than slots. The checks that queued behind the first four start with what is
+/// left of the run, not an exchange limit of their own: the run still ends by the
+/// deadline plus one exchange limit plus 1 s (it took 30 s when the second wave got 15 s).
+#[test]
+fn checks_queued_behind_dripping_servers_share_the_run_s_hard_stop() {
+    let _pass = GATE.enter();
+    let first = Hostile::start("drip-all", BAD_TOKEN, GOOD_TOKEN);
+    let second = Hostile::start("drip-all", GOOD_TOKEN, BAD_TOKEN);
+    let fixture = Fixture::new();
+    let (url1, url2) = (first.url("/mcp"), second.url("/mcp"));
+    fixture.scenario(
+        &[("one", BAD_TOKEN), ("two", GOOD_TOKEN)],
+        &[
+            ProviderYaml {
+                id: "one",
+                url: &url1,
+                sse: false,
+                credential: "one",
+                allowlist: &["add", "echo"],
+                extra: ADD_READ,
+            },
+            ProviderYaml {
+                id: "two",
+                url: &url2,
+                sse: false,
+                credential: "two",
+                allowlist: &["add", "echo"],
+                extra: ADD_READ,
+            },
+        ],
+    );
+    let suite = fixture.write(
+        "suite.yaml",
+        "mode: host\nfamilies: [contract]\ntimeouts: { connect: 2s, deadline: 0s }\nconcurrency: 4\n",
+    );
+    let results = fixture.path("results");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cordon"));
+    cmd.args(["run", "--suite"]).arg(&suite).args(["--scenario", "scenario.yaml", "--results"]).arg(&results);
+    cmd.current_dir(fixture.dir.path());
+    let run = run_measured(cmd, Duration::from_secs(120));
+    let bound = Duration::from_secs(15 + 1);
+    eprintln!("MEASURED two drip servers, 4 slots | exit {} | wall {:.2}s", run.code, run.wall.as_secs_f64());
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    assert!(
+        run.wall <= bound,
+        "took {:?}, over the deadline plus one exchange limit plus 1 s\n{}",
+        run.wall,
+        run.stdout
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(results.join("report.json")).unwrap()).unwrap();
+    let waited = report["report"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["reason"].as_str().is_some_and(|t| t.contains("so it did not run")))
+        .count();
+    assert!(waited > 0, "more checks than slots, yet none waited past the hard stop:\n{}", run.stdout);
+}
+
 /// Issue 15: a gateway that filters only tools/list. `delete_everything` is never listed
 /// and the scenario denies it; every way of running it anyway fails
 /// `contract::bad::call_allowlist` for its reason, and a correct server passes.
