@@ -73,6 +73,11 @@ impl Deployment {
         d
     }
 
+    /// The engine the deployment was discovered through (the swarm's manager).
+    pub fn engine(&self) -> Option<&Engine> {
+        self.engine.as_ref()
+    }
+
     /// The current snapshot of the engine's view.
     pub fn topology(&self) -> Arc<Topology> {
         self.topology.read().expect("topology lock").clone()

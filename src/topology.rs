@@ -19,6 +19,10 @@ pub struct Topology {
     pub networks: BTreeMap<String, NetworkFacts>,
     /// Running containers outside the project attached to those networks, by id.
     pub outsiders: BTreeMap<String, Target>,
+    /// The project's containers that are not running (a one-shot init or migration that
+    /// exited, a crashed one, one created and never started): nothing is probed in them,
+    /// but their logs are read.
+    pub stopped: Vec<Target>,
     /// container id → facts, for sidecar containers.
     pub hardening: BTreeMap<String, HardeningFacts>,
     /// Swarm mode: the stack's services, nodes and gwbridges.
@@ -83,7 +87,8 @@ impl Topology {
         let mut known_services: BTreeSet<String> = all.iter().map(|t| t.service.clone()).collect();
         known_services.extend(known);
         let mut services: BTreeMap<String, Vec<Target>> = BTreeMap::new();
-        for target in all.into_iter().filter(|t| t.running) {
+        let (running, stopped): (Vec<Target>, Vec<Target>) = all.into_iter().partition(|t| t.running);
+        for target in running {
             services.entry(target.service.clone()).or_default().push(target);
         }
         let mut missing = Vec::new();
@@ -109,7 +114,7 @@ impl Topology {
         if !missing.is_empty() {
             return Err(TopologyError::Missing { project: project.to_string(), missing });
         }
-        let mut topology = Topology { project: project.to_string(), services, ..Default::default() };
+        let mut topology = Topology { project: project.to_string(), services, stopped, ..Default::default() };
         topology.share_namespaces(engine).await?;
         topology.read_networks(engine, scenario).await?;
         topology.check_declared_networks(scenario)?;

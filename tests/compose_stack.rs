@@ -261,6 +261,16 @@ fn broken_shared_infra_reach() {
 }
 
 #[test]
+fn broken_init_logs_bearer() {
+    broken_variant("init-logs-bearer", "10.227");
+}
+
+#[test]
+fn correct_init_logs_nothing() {
+    broken_variant("init-logs-nothing", "10.228");
+}
+
+#[test]
 fn broken_any_bearer() {
     broken_variant("any-bearer", "10.245");
 }

@@ -59,6 +59,8 @@ down)
     docker stack rm "$stack" >&2 || true
     wait_gone "services" docker service ls -q --filter "label=com.docker.stack.namespace=$stack"
     wait_gone "containers" docker ps -aq --filter "label=com.docker.stack.namespace=$stack"
+    # A stack's named volumes outlive it: remove them with it.
+    docker volume ls -q --filter "label=com.docker.stack.namespace=$stack" | xargs -r docker volume rm >/dev/null
     wait_gone "networks" docker network ls -q --filter "label=com.docker.stack.namespace=$stack"
     wait_gone "secrets" docker secret ls -q --filter "label=com.docker.stack.namespace=$stack"
     ;;

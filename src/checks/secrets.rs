@@ -104,12 +104,36 @@ pub fn has_credential_query(line: &str) -> bool {
         .any(|p| line.contains(&format!("?{p}=")) || line.contains(&format!("&{p}=")))
 }
 
-/// What one container's log showed.
+/// What one log showed.
 #[derive(Clone, Debug)]
 pub struct LogSeen {
+    /// The container's name, or the swarm service's.
     pub container: String,
+    pub whose: LogOf,
     pub read: Result<LogRead, String>,
     pub hits: Vec<LogHit>,
+}
+
+/// Whose log a [`LogSeen`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogOf {
+    Running,
+    /// A container of the project that is not running: a one-shot init or migration that
+    /// exited, one that crashed, one created and never started.
+    Stopped,
+    /// A swarm service: every task it has had that the engine keeps, on any node.
+    Service,
+}
+
+impl LogOf {
+    /// How a finding opens, before "logged credential …".
+    fn template(self) -> &'static str {
+        match self {
+            LogOf::Running => "container {container} ",
+            LogOf::Stopped => "container {container} (not running) ",
+            LogOf::Service => "service {container} (the logs of its tasks, old ones included) ",
+        }
+    }
 }
 
 impl Probe for LogsCheck {
@@ -130,47 +154,100 @@ impl Probe for LogsCheck {
                 Err(attempt) => return attempt,
             }
             let topology = deployment.topology();
-            let targets: Vec<&Target> = topology.services.values().flatten().collect();
+            // Every container of the deployment, running or not: a one-shot container that
+            // printed a bearer and exited leaked it as surely as a running one.
+            let targets: Vec<(&Target, LogOf)> = topology
+                .services
+                .values()
+                .flatten()
+                .map(|t| (t, LogOf::Running))
+                .chain(topology.stopped.iter().map(|t| (t, LogOf::Stopped)))
+                .collect();
             let scanner = &scanner;
-            let reads = join_all(targets.iter().map(|t| async move {
+            let reads = join_all(targets.iter().map(|(t, whose)| async move {
                 let engine = deployment.engine_of(t)?;
                 let env = engine.environment(&t.id).await.map_err(|e| e.to_string())?;
-                // The last lines that fit in the byte budget: fewer lines while they do not.
-                let mut tail = LOG_TAIL_LINES;
-                loop {
-                    let mut hits = Vec::new();
-                    let read = engine
-                        .log_lines(&t.id, tail, LOG_MAX_BYTES, |stream, line, text| {
-                            for (credential, form) in scanner.find(text) {
-                                let in_query = has_credential_query(text);
-                                hits.push(LogHit { stream, line, credential, form, in_query });
-                            }
-                        })
-                        .await
-                        .map_err(|e| e.to_string());
-                    if read.as_ref().is_ok_and(|r| r.cut) && tail > LOG_MIN_TAIL {
-                        tail /= 4;
-                        continue;
-                    }
-                    return Ok::<_, String>((env, LogSeen { container: t.name.clone(), read, hits }));
-                }
+                let seen =
+                    read_log(&t.name, *whose, scanner, |tail, each| engine.log_lines(&t.id, tail, LOG_MAX_BYTES, each))
+                        .await;
+                Ok::<_, String>((env, seen))
             }))
             .await;
             let mut not_ready = Vec::new();
-            for (target, read) in targets.iter().zip(reads) {
+            let mut seen_all = Vec::new();
+            for ((target, _), read) in targets.iter().zip(reads) {
                 match read {
                     Ok((env, seen)) => {
                         findings.extend(urls_in_environment(&target.name, &env, scanner));
-                        let (f, e) = judge_log(&seen);
-                        findings.extend(f);
-                        evidence.push(e);
+                        seen_all.push((target.service.clone(), seen));
                     }
                     Err(e) => not_ready.push(format!("{}: {e}", target.name)),
                 }
             }
+            // Swarm: every task each service has had, old ones on any node included.
+            if let (Some(view), Some(engine)) = (&topology.swarm, deployment.engine()) {
+                for service in &view.facts.services {
+                    let seen = read_log(&service.full_name, LogOf::Service, scanner, |tail, each| {
+                        engine.service_log_lines(&service.id, tail, LOG_MAX_BYTES, each)
+                    })
+                    .await;
+                    seen_all.push((service.name.clone(), seen));
+                }
+            }
+            for seen in not_found_elsewhere(seen_all) {
+                let (f, e) = judge_log(&seen);
+                findings.extend(f);
+                evidence.push(e);
+            }
             Attempt::settle(findings, not_ready, evidence)
         })
     }
+}
+
+/// Reads one log through `read` (the last `tail` lines, each handed to a callback), the
+/// last lines that fit in the byte budget (fewer lines while they do not), and scans it.
+async fn read_log<'s, F, Fut>(name: &str, whose: LogOf, scanner: &'s Scanner, read: F) -> LogSeen
+where
+    F: Fn(usize, Box<dyn FnMut(LogStream, usize, &str) + Send + 's>) -> Fut,
+    Fut: std::future::Future<Output = Result<LogRead, crate::engine::EngineError>>,
+{
+    let mut tail = LOG_TAIL_LINES;
+    loop {
+        let hits = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let found = hits.clone();
+        let each = Box::new(move |stream, line, text: &str| {
+            for (credential, form) in scanner.find(text) {
+                let in_query = has_credential_query(text);
+                found.lock().expect("hits").push(LogHit { stream, line, credential, form, in_query });
+            }
+        });
+        let result = read(tail, each).await.map_err(|e| e.to_string());
+        if result.as_ref().is_ok_and(|r| r.cut) && tail > LOG_MIN_TAIL {
+            tail /= 4;
+            continue;
+        }
+        let hits = std::mem::take(&mut *hits.lock().expect("hits"));
+        return LogSeen { container: name.to_string(), whose, read: result, hits };
+    }
+}
+
+/// A service's logs repeat what its running tasks' logs hold: a credential found there
+/// is told once, by the container; the service's log tells only what no running task of
+/// it shows (an old task's, an exited one's). `seen` is (service, log) in order.
+pub fn not_found_elsewhere(seen: Vec<(String, LogSeen)>) -> Vec<LogSeen> {
+    let in_containers: std::collections::BTreeSet<(String, String)> = seen
+        .iter()
+        .filter(|(_, s)| s.whose != LogOf::Service)
+        .flat_map(|(service, s)| s.hits.iter().map(move |h| (service.clone(), h.credential.clone())))
+        .collect();
+    seen.into_iter()
+        .map(|(service, mut s)| {
+            if s.whose == LogOf::Service {
+                s.hits.retain(|h| !in_containers.contains(&(service.clone(), h.credential.clone())));
+            }
+            s
+        })
+        .collect()
 }
 
 /// A session with each enabled provider's own credential at every replica, listing its
@@ -242,8 +319,9 @@ pub fn judge_log(seen: &LogSeen) -> (Vec<Finding>, String) {
         .map(|(credential, hits)| {
             let named: Vec<String> =
                 hits.iter().take(LINES_NAMED).map(|h| format!("{} line {} ({})", h.stream, h.line, h.form)).collect();
-            let logged = "container {container} logged credential {credential}: {lines}";
+            let logged = "logged credential {credential}: {lines}";
             let mut f = Finding::new(FindingKind::SecretInLog, logged)
+                .prefixed(seen.whose.template())
                 .fact("container", &seen.container)
                 .fact("credential", credential)
                 .fact("stream", hits[0].stream)

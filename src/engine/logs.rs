@@ -92,36 +92,62 @@ impl Engine {
         container: &str,
         tail: usize,
         max_bytes: u64,
-        mut each: impl FnMut(LogStream, usize, &str),
+        each: impl FnMut(LogStream, usize, &str),
     ) -> Result<LogRead, EngineError> {
-        use bollard::container::LogOutput;
-        let options = bollard::query_parameters::LogsOptionsBuilder::new()
-            .stdout(true)
-            .stderr(true)
-            .tail(&tail.to_string())
-            .build();
-        let mut stream = self.docker().logs(container, Some(options));
-        let mut lines = Lines { pending: Default::default(), counted: [0; 3] };
-        let mut read = LogRead::default();
-        while let Some(frame) = stream.next().await {
-            let frame = frame.map_err(|e| EngineError::lookup("container", container, "reading the log of", e))?;
-            let (which, bytes) = match &frame {
-                LogOutput::StdOut { message } => (LogStream::Stdout, message),
-                LogOutput::StdErr { message } => (LogStream::Stderr, message),
-                LogOutput::Console { message } => (LogStream::Console, message),
-                LogOutput::StdIn { .. } => continue,
-            };
-            read.bytes += bytes.len() as u64;
-            lines.feed(which, bytes, &mut each);
-            if read.bytes >= max_bytes {
-                read.cut = true;
-                break;
-            }
-        }
-        lines.finish(&mut each);
-        [read.stdout_lines, read.stderr_lines, read.console_lines] = lines.counted;
-        Ok(read)
+        let stream = self.docker().logs(container, Some(log_options(tail)));
+        read_log(stream, max_bytes, each)
+            .await
+            .map_err(|e| EngineError::lookup("container", container, "reading the log of", e))
     }
+
+    /// [`Engine::log_lines`] for a swarm service: the logs of every task it has had that
+    /// the engine still keeps, on any node, old tasks (exited, restarted, replaced) included.
+    pub async fn service_log_lines(
+        &self,
+        service: &str,
+        tail: usize,
+        max_bytes: u64,
+        each: impl FnMut(LogStream, usize, &str),
+    ) -> Result<LogRead, EngineError> {
+        let stream = self.docker().service_logs(service, Some(log_options(tail)));
+        read_log(stream, max_bytes, each)
+            .await
+            .map_err(|e| EngineError::lookup("service", service, "reading the logs of", e))
+    }
+}
+
+fn log_options(tail: usize) -> bollard::query_parameters::LogsOptions {
+    bollard::query_parameters::LogsOptionsBuilder::new().stdout(true).stderr(true).tail(&tail.to_string()).build()
+}
+
+/// Reads a log stream line by line, at most `max_bytes` of it.
+async fn read_log(
+    stream: impl futures_util::Stream<Item = Result<bollard::container::LogOutput, bollard::errors::Error>>,
+    max_bytes: u64,
+    mut each: impl FnMut(LogStream, usize, &str),
+) -> Result<LogRead, bollard::errors::Error> {
+    use bollard::container::LogOutput;
+    let mut stream = std::pin::pin!(stream);
+    let mut lines = Lines { pending: Default::default(), counted: [0; 3] };
+    let mut read = LogRead::default();
+    while let Some(frame) = stream.next().await {
+        let frame = frame?;
+        let (which, bytes) = match &frame {
+            LogOutput::StdOut { message } => (LogStream::Stdout, message),
+            LogOutput::StdErr { message } => (LogStream::Stderr, message),
+            LogOutput::Console { message } => (LogStream::Console, message),
+            LogOutput::StdIn { .. } => continue,
+        };
+        read.bytes += bytes.len() as u64;
+        lines.feed(which, bytes, &mut each);
+        if read.bytes >= max_bytes {
+            read.cut = true;
+            break;
+        }
+    }
+    lines.finish(&mut each);
+    [read.stdout_lines, read.stderr_lines, read.console_lines] = lines.counted;
+    Ok(read)
 }
 
 #[cfg(test)]

@@ -189,6 +189,11 @@ pub fn leftovers() -> Vec<String> {
             .filter(|l| l.contains("cordon-sw-")),
     );
     out.extend(
+        lines(&["docker", "volume", "ls", "--format", "volume {{.Name}}"])
+            .into_iter()
+            .filter(|l| l.contains("cordon-sw-")),
+    );
+    out.extend(
         lines(&["ip", "netns", "list"]).into_iter().filter(|l| l.contains(WORKER_NS)).map(|l| format!("netns {l}")),
     );
     out.extend(lines(&["iptables", "-S", "DOCKER-USER"]).into_iter().filter(|l| l.contains("cordon-swarm")));
