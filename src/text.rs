@@ -44,6 +44,12 @@ pub fn sanitize(s: &str) -> String {
     out
 }
 
+/// Standard base64, padding optional (a `Basic` credential pair, a swarm config's data).
+pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD_NO_PAD.decode(text.trim_end_matches('=')).ok()
+}
+
 /// Multi-line text with each line sanitized (line breaks kept).
 pub fn sanitize_lines(text: &str) -> String {
     text.split('\n').map(sanitize).collect::<Vec<_>>().join("\n")

@@ -271,6 +271,11 @@ fn correct_init_logs_nothing() {
 }
 
 #[test]
+fn broken_retired_in_secret_file() {
+    broken_variant("retired-in-secret-file", "10.229");
+}
+
+#[test]
 fn broken_any_bearer() {
     broken_variant("any-bearer", "10.245");
 }

@@ -73,9 +73,8 @@ fn swarm_end_to_end() {
         dirs.sort();
         // `CORDON_SWARM_VARIANTS=a,b` runs only those (each keeps its block).
         let only = std::env::var("CORDON_SWARM_VARIANTS").ok();
-        let picked = |dir: &Path| {
-            only.as_ref().is_none_or(|o| o.split(',').any(|v| dir.file_name().is_some_and(|n| n == v)))
-        };
+        let picked =
+            |dir: &Path| only.as_ref().is_none_or(|o| o.split(',').any(|v| dir.file_name().is_some_and(|n| n == v)));
         for (i, dir) in dirs.iter().enumerate().filter(|(_, d)| picked(d)) {
             if let Err(e) = broken_variant(dir, 2 + i as u8) {
                 failures.push(e);

@@ -5,10 +5,12 @@
 //!   `contract::<p>::wrong_bearer` ([`super::refusal`]), at every replica and entry
 //!   point, in both eras, with and without a session. A disabled provider's credentials
 //!   are `disabled::<p>`'s to prove.
-//! - Held by nobody: no client container (retired) — or not the removed client (revoked)
-//!   — carries it, in any form, in its environment as the engine shows it (Open WebUI
-//!   with persistent config off reads its connections' keys from there). Compared in
-//!   memory, never printed: findings name the credential and the variable.
+//! - Held by nobody: no container of the deployment (a client, a provider, a sidecar,
+//!   any other service; running or not) carries it, in any form the redactor knows, in
+//!   its environment, its command line or its mounted secrets (`/run/secrets/*`: read in
+//!   a running container through `/proc/<pid>/root`, or a stopped one's bind-mounted
+//!   host file), nor does a swarm config of the stack. Compared in memory, never printed:
+//!   findings name the holder, the credential and the place.
 //! - Not the current credential under another name: a "retired" value equal to the live
 //!   one means the rotation changed nothing.
 
@@ -21,6 +23,9 @@ use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Provider, Scenario};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
 use crate::secret::{Secret, named_forms};
+
+mod carried;
+pub use carried::Place;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dead {
@@ -190,67 +195,105 @@ async fn refused_everywhere(ctx: &RunContext, provider: &Provider, presented: Ve
     refusal::presented_everywhere(ctx, provider, presented, &rule).await
 }
 
-/// Every client container whose environment holds a dead credential.
+/// Every container of the deployment, running or not, and every swarm config of the
+/// stack that holds a dead credential, wherever the engine or the host shows it.
 async fn holders(ctx: &RunContext, dead: &[DeadCredential]) -> Result<(Vec<Finding>, Vec<String>), Attempt> {
     let deployment = ctx.deployment.as_ref().expect("asked with a deployment");
     let topology = deployment.topology();
+    let secrets: Vec<(&DeadCredential, &Secret)> =
+        dead.iter().map(|d| (d, ctx.scenario.secret(&d.credential))).collect();
     let mut findings = Vec::new();
     let mut evidence = Vec::new();
-    for client in &ctx.scenario.clients {
-        let owed: Vec<&DeadCredential> =
-            dead.iter().filter(|d| d.client.as_ref().is_none_or(|c| *c == client.id)).collect();
-        if owed.is_empty() {
-            continue;
-        }
-        for target in topology.running(&client.service) {
-            let engine = deployment.engine_of(target).map_err(|e| Attempt::not_ready(e, vec![]))?;
-            let env = engine.environment(&target.id).await.map_err(|e| {
-                Attempt::not_ready(format!("cannot read the environment of {}: {e}", target.name), vec![])
-            })?;
-            let secrets: Vec<(&DeadCredential, &Secret)> =
-                owed.iter().map(|d| (*d, ctx.scenario.secret(&d.credential))).collect();
-            let found = held_in(&env, &secrets);
-            evidence.push(format!(
-                "client {} ({}): {} environment variable(s) read, {}",
-                client.id,
-                target.name,
-                env.len(),
-                if found.is_empty() {
-                    "none holds a dead credential".to_string()
-                } else {
-                    format!("{} hold one", found.len())
-                }
-            ));
-            findings.extend(found.into_iter().map(|(var, d, form)| held(&client.id, &target.name, var, d, form)));
+    for target in topology.services.values().flatten().chain(topology.stopped.iter()) {
+        let engine = deployment.engine_of(target).map_err(|e| Attempt::not_ready(e, vec![]))?;
+        let on_this_host = target.pid != 0 || target.node.is_none();
+        let carried = carried::read(&engine, target, on_this_host)
+            .await
+            .map_err(|e| Attempt::not_ready(format!("cannot read what {} carries: {e}", target.name), vec![]))?;
+        let holder = match ctx.scenario.clients.iter().find(|c| c.service == target.service) {
+            Some(client) => Holder::Client { client: client.id.clone(), container: target.name.clone() },
+            None => Holder::Container { container: target.name.clone(), service: target.service.clone() },
+        };
+        let found = held_in(&carried.values, &secrets);
+        evidence.push(format!(
+            "{}: {}, {}",
+            holder.describe(),
+            carried.describe(),
+            if found.is_empty() {
+                "none holds a dead credential".to_string()
+            } else {
+                format!("{} hold one", found.len())
+            }
+        ));
+        findings.extend(found.into_iter().map(|(place, d, form)| held(&holder, place, d, form)));
+    }
+    if let (Some(_), Some(engine)) = (&topology.swarm, deployment.engine()) {
+        let configs =
+            engine.stack_configs(&deployment.project).await.map_err(|e| Attempt::not_ready(e.to_string(), vec![]))?;
+        evidence.push(format!("{} swarm config(s) of the stack read", configs.len()));
+        for (name, data) in configs {
+            let values = vec![(Place::Config, String::from_utf8_lossy(&data).into_owned())];
+            let holder = Holder::Config { config: name };
+            findings
+                .extend(held_in(&values, &secrets).into_iter().map(|(place, d, form)| held(&holder, place, d, form)));
         }
     }
     Ok((findings, evidence))
 }
 
-/// Pure: client `client`'s container holds `d` (in `form`) in its environment variable `var`.
-fn held(client: &str, container: &str, var: &str, d: &DeadCredential, form: &str) -> Finding {
-    let held =
-        Finding::new(FindingKind::CredentialHeld, " ({form}) in its environment variable {variable} ({container})");
-    d.named(held)
-        .prefixed("client {client} still holds ")
-        .fact("client", client)
-        .fact("form", form)
-        .fact("container", container)
-        .fact("variable", var)
+/// Who holds a dead credential.
+#[derive(Clone, Debug)]
+pub enum Holder {
+    Client { client: String, container: String },
+    Container { container: String, service: String },
+    Config { config: String },
 }
 
-/// Pure: (variable, credential, form) for every environment value that holds a whole
-/// dead credential in some form.
+impl Holder {
+    fn describe(&self) -> String {
+        match self {
+            Holder::Client { client, container } => format!("client {client} ({container})"),
+            Holder::Container { container, service } => format!("{container} (service {service})"),
+            Holder::Config { config } => format!("swarm config {config}"),
+        }
+    }
+}
+
+/// Pure: `holder` holds `d` (in `form`) at `place`.
+fn held(holder: &Holder, place: &Place, d: &DeadCredential, form: &str) -> Finding {
+    let f = d.named(Finding::new(FindingKind::CredentialHeld, " ({form})")).fact("form", form);
+    let f = match place {
+        Place::Env(var) => f.suffixed(" in its environment variable {variable}").fact("variable", var),
+        Place::CommandLine => f.suffixed(" in its command line"),
+        Place::File(path) => f.suffixed(" in its file {file}").fact("file", path),
+        Place::Config => f,
+    };
+    match holder {
+        Holder::Client { client, container } => f
+            .suffixed(" ({container})")
+            .prefixed("client {client} still holds ")
+            .fact("client", client)
+            .fact("container", container),
+        Holder::Container { container, service } => f
+            .prefixed("container {container} (service {service}) still holds ")
+            .fact("container", container)
+            .fact("service", service),
+        Holder::Config { config } => f.prefixed("swarm config {config} holds ").fact("config", config),
+    }
+}
+
+/// Pure: (place, credential, form) for every value that holds a whole dead credential in
+/// some form.
 pub fn held_in<'a>(
-    env: &'a [(String, String)],
+    values: &'a [(Place, String)],
     secrets: &[(&'a DeadCredential, &Secret)],
-) -> Vec<(&'a str, &'a DeadCredential, &'static str)> {
+) -> Vec<(&'a Place, &'a DeadCredential, &'static str)> {
     let mut out = Vec::new();
-    for (var, value) in env {
+    for (place, value) in values {
         for (d, secret) in secrets {
             let forms = named_forms(secret.expose());
             if let Some((form, _)) = forms.iter().find(|(_, f)| contains(value.as_bytes(), f)) {
-                out.push((var.as_str(), *d, *form));
+                out.push((place, *d, *form));
             }
         }
     }
@@ -305,9 +348,13 @@ mod tests {
                 ),
             ),
         ];
-        let found: Vec<(&str, &str)> = held_in(&env, &[(&d, &old)]).into_iter().map(|(v, _, f)| (v, f)).collect();
+        let values: Vec<(Place, String)> = env.into_iter().map(|(k, v)| (Place::Env(k), v)).collect();
+        let found: Vec<(&Place, &str)> = held_in(&values, &[(&d, &old)]).into_iter().map(|(p, _, f)| (p, f)).collect();
         // A value that shares all but one character with it is another credential.
-        assert_eq!(found, [("TOOL_SERVER_CONNECTIONS", "as written"), ("BASIC", "base64")]);
+        assert_eq!(
+            found,
+            [(&Place::Env("TOOL_SERVER_CONNECTIONS".into()), "as written"), (&Place::Env("BASIC".into()), "base64")]
+        );
     }
 
     /// A rotation that left the old credential as the current one fails; one that moved
@@ -345,11 +392,26 @@ mod tests {
     fn a_held_credential_is_named_as_retired_or_revoked() {
         let retired = DeadCredential { credential: "native-token-old".into(), client: None };
         let revoked = DeadCredential { credential: "native-token-n8n".into(), client: Some("n8n".into()) };
+        let client = Holder::Client { client: "n8n".into(), container: "n8n_1".into() };
+        let env = Place::Env("NATIVE_TOKEN".into());
         assert_eq!(
-            held("n8n", "n8n_1", "NATIVE_TOKEN", &retired, "base64").sentence(),
+            held(&client, &env, &retired, "base64").sentence(),
             "client n8n still holds the retired credential native-token-old (base64) in its environment variable NATIVE_TOKEN (n8n_1)"
         );
-        let f = held("n8n", "n8n_1", "NATIVE_TOKEN", &revoked, "as written");
+        let provider = Holder::Container { container: "p_native_1".into(), service: "native".into() };
+        assert_eq!(
+            held(&provider, &Place::File("/run/secrets/old".into()), &retired, "as written").sentence(),
+            "container p_native_1 (service native) still holds the retired credential native-token-old (as written) in its file /run/secrets/old"
+        );
+        assert_eq!(
+            held(&provider, &Place::CommandLine, &revoked, "hex").sentence(),
+            "container p_native_1 (service native) still holds the credential client n8n held before its removal (native-token-n8n) (hex) in its command line"
+        );
+        assert_eq!(
+            held(&Holder::Config { config: "s_settings".into() }, &Place::Config, &retired, "as written").sentence(),
+            "swarm config s_settings holds the retired credential native-token-old (as written)"
+        );
+        let f = held(&client, &env, &revoked, "as written");
         assert_eq!(
             f.sentence(),
             "client n8n still holds the credential client n8n held before its removal (native-token-n8n) (as written) in its environment variable NATIVE_TOKEN (n8n_1)"

@@ -36,6 +36,19 @@ pub struct LogRead {
     pub cut: bool,
 }
 
+/// Where containers keep mounted secrets.
+pub const SECRETS_DIR: &str = "/run/secrets";
+
+/// What [`Engine::carried`] found.
+#[derive(Clone, Debug, Default)]
+pub struct EngineCarried {
+    pub env: Vec<(String, String)>,
+    pub command: Vec<String>,
+    /// (path in the container, path on the engine's host) of each bind mount under
+    /// [`SECRETS_DIR`].
+    pub secret_binds: Vec<(String, String)>,
+}
+
 /// Splits frames into lines per stream, numbering each stream's lines from 1.
 struct Lines {
     pending: [Vec<u8>; 3],
@@ -80,6 +93,56 @@ impl Engine {
             .map(|kv| match kv.split_once('=') {
                 Some((k, v)) => (k.to_string(), v.to_string()),
                 None => (kv, String::new()),
+            })
+            .collect())
+    }
+
+    /// What a container carries as the engine shows it: its environment, its command line
+    /// (the process and its arguments) and the host files bind-mounted under
+    /// `/run/secrets` (compose's file secrets). The values are compared, never printed.
+    pub async fn carried(&self, container: &str) -> Result<EngineCarried, EngineError> {
+        let inspect = self
+            .docker()
+            .inspect_container(container, None)
+            .await
+            .map_err(|e| EngineError::lookup("container", container, "inspecting container", e))?;
+        let env = inspect.config.and_then(|c| c.env).unwrap_or_default();
+        let env = env
+            .into_iter()
+            .map(|kv| match kv.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (kv, String::new()),
+            })
+            .collect();
+        let command: Vec<String> = inspect.path.into_iter().chain(inspect.args.unwrap_or_default()).collect();
+        let secret_binds = inspect
+            .mounts
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| m.typ.as_deref() == Some("bind"))
+            .filter_map(|m| Some((m.destination?, m.source?)))
+            .filter(|(destination, _)| destination.starts_with(SECRETS_DIR))
+            .collect();
+        Ok(EngineCarried { env, command, secret_binds })
+    }
+
+    /// Every swarm config of a stack, decoded: (name, data). Configs are what a swarm
+    /// service mounts as files; unlike secrets, the engine shows their data.
+    pub async fn stack_configs(&self, stack: &str) -> Result<Vec<(String, Vec<u8>)>, EngineError> {
+        let mut filters = std::collections::HashMap::new();
+        filters.insert("label".to_string(), vec![format!("com.docker.stack.namespace={stack}")]);
+        let options = bollard::query_parameters::ListConfigsOptionsBuilder::new().filters(&filters).build();
+        let configs = self
+            .docker()
+            .list_configs(Some(options))
+            .await
+            .map_err(|e| EngineError::api(format!("listing the configs of stack {stack:?}"), e))?;
+        Ok(configs
+            .into_iter()
+            .filter_map(|c| c.spec)
+            .map(|spec| {
+                let data = spec.data.and_then(|d| crate::text::decode_base64(&d)).unwrap_or_default();
+                (spec.name.unwrap_or_default(), data)
             })
             .collect())
     }

@@ -113,7 +113,7 @@ fn carried(whole: &str, scheme: Option<&str>, token: &str, credentials: &BTreeMa
     }
     let equal = |candidate: &str| credentials.iter().find(|(_, s)| s.expose() == candidate).map(|(id, _)| id.clone());
     let basic = || {
-        let pair = String::from_utf8(decode_base64(token)?).ok()?;
+        let pair = String::from_utf8(crate::text::decode_base64(token)?).ok()?;
         let password = pair.split_once(':').map_or(pair.as_str(), |(_, p)| p);
         equal(password).or_else(|| equal(&pair))
     };
@@ -128,12 +128,6 @@ fn carried(whole: &str, scheme: Option<&str>, token: &str, credentials: &BTreeMa
         .or_else(|| scheme.filter(|s| s.eq_ignore_ascii_case("basic")).and_then(|_| basic()))
         .or_else(inside);
     found.map_or(KeySeen::Unknown, KeySeen::Credential)
-}
-
-/// Standard base64, padding optional (a `Basic` credential pair).
-fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD_NO_PAD.decode(text.trim_end_matches('=')).ok()
 }
 
 /// The custom headers of a connection's `headers`, or why Open WebUI ignores them.

@@ -67,6 +67,8 @@ pub fn as_on_the_reference(check: &str, verdict: &str, reason: &str) -> bool {
 pub struct Stack {
     pub project: String,
     pub env: Vec<(String, String)>,
+    /// `CORDON_SECRETS_DIR`: host files with some of the tokens, for variants that mount one.
+    _secrets: tempfile::TempDir,
     files: Vec<PathBuf>,
     /// Containers started by hand (`docker run`) into this project: removed first on drop.
     extras: std::sync::Mutex<Vec<String>>,
@@ -119,6 +121,19 @@ fn nobody() -> String {
     "65534:65534".into()
 }
 
+/// A directory with `native-old` holding NATIVE_TOKEN_OLD, readable by the fixtures'
+/// unprivileged user, as a secrets manager would leave it on a host.
+fn secret_files(env: &[(String, String)]) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let old = env.iter().find(|(k, _)| k == "NATIVE_TOKEN_OLD").map(|(_, v)| v.as_str()).unwrap_or_default();
+    let file = dir.path().join("native-old");
+    std::fs::write(&file, old).expect("writing a secret file");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    dir
+}
+
 impl Stack {
     /// `subnet` is the first two octets every network of this stack uses, e.g. "10.242":
     /// unique per test so stacks run side by side.
@@ -140,6 +155,9 @@ impl Stack {
             ("NATIVE_TOKEN_OLD".to_string(), token("native-old")),
             ("NATIVE_N8N_TOKEN".to_string(), token("native-n8n")),
         ];
+        let mut env = env;
+        let secrets = secret_files(&env);
+        env.push(("CORDON_SECRETS_DIR".to_string(), secrets.path().display().to_string()));
         let mut files = vec![repo().join("docker/reference/compose.yaml")];
         files.extend(override_file.map(Path::to_path_buf));
         take_subnet(subnet);
@@ -147,6 +165,7 @@ impl Stack {
         let stack = Stack {
             project: format!("cordon-e2e-{name}-{}", std::process::id()),
             env,
+            _secrets: secrets,
             files,
             extras: Default::default(),
             subnet: subnet.to_string(),
