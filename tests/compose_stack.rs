@@ -276,6 +276,11 @@ fn broken_retired_in_secret_file() {
 }
 
 #[test]
+fn broken_sidecar_egress_outsider() {
+    broken_variant("sidecar-egress-outsider", "10.193");
+}
+
+#[test]
 fn broken_any_bearer() {
     broken_variant("any-bearer", "10.245");
 }

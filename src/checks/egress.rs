@@ -2,7 +2,8 @@
 //! it "MUST use … a provider-only network, and no unrelated outbound network access".
 //! From each sidecar replica's own namespace: no TCP connect succeeds to any address of
 //! any other container of the deployment (other providers, their apps, clients, shared
-//! infrastructure), on any port it listens on, nor to any port the engine publishes on
+//! infrastructure) or of any container on its networks that the deployment does not own
+//! (a leftover, a debugging shell, another project's), on any port it listens on, nor to any port the engine publishes on
 //! the host (through the sidecar's gateways). Its app and its DNS servers are the only
 //! ones that may answer, and its app must answer: a sidecar that reaches nothing at all
 //! proves nothing.
@@ -119,6 +120,7 @@ impl Probe for EgressCheck {
                     Err(attempt) => return attempt.into(),
                 };
                 evidence.push(deployment.probed_by(sidecar, &format!("sidecar {}", provider.service)));
+                evidence.extend(outsiders_tried(&topology, sidecar));
                 let Outcome { attempt: verdict, transient: t } = judge(&sidecar.name, provider, &surface, &seen);
                 let prefix = if sidecars.len() > 1 { format!("{}: ", sidecar.name) } else { String::new() };
                 transient.extend(t.into_iter().map(|l| format!("{prefix}{l}")));
@@ -194,7 +196,10 @@ impl Sides<'_> {
     }
 }
 
-/// Every running container of the deployment but the sidecar's own service and its app.
+/// Every running container of the deployment but the sidecar's own service and its app,
+/// and every running container on the deployment's networks that is not the deployment's
+/// (a leftover, a debugging shell, another project's): whoever owns an endpoint the
+/// sidecar can reach, it is egress.
 fn others(topology: &Topology, provider: &Provider) -> Vec<Target> {
     let own: Vec<&str> =
         std::iter::once(provider.service.as_str()).chain(provider.app.as_ref().map(|a| a.service.as_str())).collect();
@@ -203,6 +208,28 @@ fn others(topology: &Topology, provider: &Provider) -> Vec<Target> {
         .iter()
         .filter(|(s, _)| !own.contains(&s.as_str()))
         .flat_map(|(_, ts)| ts.iter().cloned())
+        .chain(topology.outsiders.values().cloned())
+        .collect()
+}
+
+/// Evidence: each container tried that is not the deployment's, and who owns it.
+fn outsiders_tried(topology: &Topology, sidecar: &Target) -> Vec<String> {
+    let shared: Vec<&str> = sidecar.attachments.iter().map(|a| a.network.as_str()).collect();
+    topology
+        .outsiders
+        .values()
+        .filter(|t| t.attachments.iter().any(|a| shared.contains(&a.network.as_str())))
+        .map(|t| {
+            let owner = if t.project.is_empty() {
+                "of no compose project or stack".to_string()
+            } else {
+                format!("of project or stack `{}`", t.project)
+            };
+            format!(
+                "{} is not the deployment's ({owner}): tried like any other container on the sidecar's networks",
+                t.name
+            )
+        })
         .collect()
 }
 
