@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::exit::Ending;
 
 mod finding;
-pub use finding::{Finding, FindingKind, phrase, reason_of};
+pub use finding::{Finding, FindingKind, phrase, reason_of, told_once};
 
 /// How cordon reaches the deployment: from its own namespace, or into the containers of
 /// a compose project or a swarm stack.

@@ -727,7 +727,6 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
         .collect();
     let mut not_ready = Vec::new();
     let mut cannot_judge = Vec::new();
-    let mut broken = Vec::new();
     let many = observations.len() > 1;
     for o in observations {
         let prefix = if many { format!("{}: ", o.replica) } else { String::new() };
@@ -762,11 +761,13 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
                     Verdict::NotReady(why) => not_ready.push(format!("{prefix}{label}: {why}")),
                     Verdict::Broken(f) => {
                         broken_here += 1;
-                        broken.push(Broken {
-                            replica: o.replica.clone(),
-                            bearer: label.clone(),
-                            finding: f.proven_by(proof),
-                        });
+                        let f = f.prefixed("{bearer} was not refused: ").proven_by(proof);
+                        let f = if many { f.prefixed("{replica}: ") } else { f };
+                        findings.push(
+                            f.fact("replica", &o.replica)
+                                .fact("bearer", label)
+                                .fact("bearer_short", rule.short_name(label)),
+                        );
                     }
                 }
             }
@@ -779,7 +780,7 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
             }
         }
     }
-    findings.extend(tell(broken, many, rule));
+    let mut findings = group(findings);
     findings.extend(cannot_judge);
     Attempt::settle(findings, not_ready, evidence)
 }
@@ -839,63 +840,30 @@ fn unjudgeable(o: &ReplicaRefusal, prefix: &str, many: bool, differs: bool) -> O
     }
 }
 
-/// A bad bearer's answer that broke the rule, before it is told.
-struct Broken {
-    replica: String,
-    bearer: String,
-    finding: Finding,
-}
-
-/// One finding per outcome, so a reason reads one line per thing that went wrong: the
-/// bearers that got the same answer at the same entry point are told together, then the
-/// entry points where that same set of bearers got that same answer. Grouped by kind,
-/// shape and facts, never by the sentence.
-fn tell(broken: Vec<Broken>, many: bool, rule: &RefusalRule) -> Vec<Finding> {
-    let mut outcomes: Vec<(String, Finding, Vec<String>)> = Vec::new();
-    for b in broken {
-        match outcomes.iter_mut().find(|(r, f, _)| *r == b.replica && f.same_rule_but(&b.finding, &[])) {
-            Some((_, f, bearers)) => {
-                f.add_proof(b.finding.proof);
-                if !bearers.contains(&b.bearer) {
-                    bearers.push(b.bearer);
-                }
-            }
-            None => outcomes.push((b.replica, b.finding, vec![b.bearer])),
-        }
-    }
-    let mut told: Vec<(String, Finding, Vec<String>, Vec<String>)> = Vec::new();
-    for (replica, f, bearers) in outcomes {
-        let same = |(r, g, b, _): &&mut (String, Finding, Vec<String>, Vec<String>)| {
-            *r == replica && *b == bearers && g.same_rule_but(&f, &["entry"])
-        };
-        match told.iter_mut().find(same) {
-            Some((_, g, _, more)) => {
+/// One finding per bearer, replica and kind, naming every entry point it covers: the
+/// first in full, the rest by name. Grouped by facts, never by the sentence. (The console
+/// tells the bearers that got the same answer on one line: [`crate::model::told_once`].)
+fn group(findings: Vec<Finding>) -> Vec<Finding> {
+    let key =
+        |x: &Finding| x.facts.get("bearer").map(|bearer| (x.kind, bearer.clone(), x.facts.get("replica").cloned()));
+    let mut out: Vec<(Finding, Vec<String>)> = Vec::new();
+    for f in findings {
+        match key(&f).and_then(|k| out.iter_mut().find(|(o, _)| key(o).as_ref() == Some(&k))) {
+            Some((kept, more)) => {
                 more.push(f.facts.get("entry").cloned().unwrap_or_default());
-                g.add_proof(f.proof);
+                kept.add_proof(f.proof);
             }
-            None => told.push((replica, f, bearers, Vec::new())),
+            None => out.push((f, Vec::new())),
         }
     }
-    told.into_iter()
-        .map(|(replica, f, bearers, more)| {
-            let f = match more.len() {
-                0 => f,
-                n => f
-                    .suffixed(" (and the same at {more} more entry point(s): {more_entries})")
-                    .fact("more", n)
-                    .fact("more_entries", more.join("; ")),
-            };
-            // The first bearer is named in full, as a lone one is; the rest, alike, after.
-            let f = match &bearers[1..] {
-                [] => f,
-                alike => f
-                    .suffixed(" (and the same for {alike} more bearer(s): {alike_bearers})")
-                    .fact("alike", alike.len())
-                    .fact("alike_bearers", alike.iter().map(|b| rule.short_name(b)).collect::<Vec<_>>().join("; ")),
-            };
-            let f = f.prefixed("{bearer} was not refused: ");
-            let f = if many { f.prefixed("{replica}: ") } else { f };
-            f.fact("replica", replica).fact("bearer", &bearers[0])
+    out.into_iter()
+        .map(|(f, more)| {
+            if more.is_empty() {
+                return f;
+            }
+            f.suffixed(" (and the same at {more} more entry point(s): {more_entries})")
+                .fact("more", more.len())
+                .fact("more_entries", more.join("; "))
         })
         .collect()
 }

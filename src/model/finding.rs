@@ -276,6 +276,37 @@ impl From<FindingRecord> for Finding {
     }
 }
 
+/// The findings one line per outcome, for a person reading a failure: findings alike but
+/// for the fact `varying` (same kind, sentence shape and other facts: the same answer at
+/// the same place, to another bearer) are told once, by the first, with
+/// " (and the same for N more: …)" naming the others by their fact `named_by` (their
+/// `varying` where they lack it). Their proof goes with them. Findings without `varying`
+/// are left as they are.
+pub fn told_once(findings: &[Finding], varying: &str, named_by: &str) -> Vec<Finding> {
+    let mut told: Vec<(Finding, Vec<String>)> = Vec::new();
+    for f in findings {
+        let alike = |t: &Finding| {
+            f.facts.contains_key(varying) && t.facts.contains_key(varying) && t.same_rule_but(f, &[varying, named_by])
+        };
+        match told.iter_mut().find(|(t, _)| alike(t)) {
+            Some((first, names)) => {
+                first.add_proof(f.proof.iter().cloned());
+                names.push(f.facts.get(named_by).or_else(|| f.facts.get(varying)).cloned().unwrap_or_default());
+            }
+            None => told.push((f.clone(), Vec::new())),
+        }
+    }
+    told.into_iter()
+        .map(|(f, names)| match names.len() {
+            0 => f,
+            n => f
+                .suffixed(" (and the same for {alike} more: {alike_names})")
+                .fact("alike", n)
+                .fact("alike_names", names.join("; ")),
+        })
+        .collect()
+}
+
 /// The findings of a failure, as one line.
 pub fn reason_of(findings: &[Finding]) -> String {
     findings.iter().map(Finding::sentence).collect::<Vec<_>>().join("; ")

@@ -5,7 +5,7 @@
 //!
 //! Shared by the console (under `---- <check> ----`) and JUnit (a `<failure>`'s text).
 
-use crate::model::{CheckResult, Verdict};
+use crate::model::{CheckResult, Verdict, told_once};
 use crate::text::sanitize;
 
 /// How much of a check's evidence a failure shows.
@@ -81,7 +81,8 @@ fn rules(r: &CheckResult) -> Vec<String> {
         return vec![sanitize(&r.reason)];
     }
     let mut out: Vec<String> = Vec::new();
-    for f in &r.findings {
+    // Bearers that got the same answer at the same entry point: one line.
+    for f in &told_once(&r.findings, "bearer", "bearer_short") {
         let line = sanitize(&f.sentence());
         if !out.contains(&line) {
             out.push(line);
@@ -100,9 +101,10 @@ fn rules(r: &CheckResult) -> Vec<String> {
 /// a second example of one); for a check not ready at the deadline, its last evidence.
 fn proof(r: &CheckResult) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let deepest = r.findings.iter().map(|f| f.proof.len()).max().unwrap_or(0);
+    let told = told_once(&r.findings, "bearer", "bearer_short");
+    let deepest = told.iter().map(|f| f.proof.len()).max().unwrap_or(0);
     for i in 0..deepest {
-        for line in r.findings.iter().filter_map(|f| f.proof.get(i)) {
+        for line in told.iter().filter_map(|f| f.proof.get(i)) {
             if !out.contains(line) {
                 out.push(line.clone());
             }

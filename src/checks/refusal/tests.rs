@@ -325,7 +325,7 @@ fn near_misses_are_one_edit_away(#[case] valid: &str) {
 }
 
 #[test]
-fn one_line_per_outcome_naming_the_bearers_and_entry_points_it_covers() {
+fn each_bearer_keeps_its_own_finding_and_the_console_tells_alike_ones_once() {
     // Three bearers all served at initialize and tools/list alike; one of them also at
     // the SSE GET, which is a different outcome and keeps its own line.
     let mut o = with_answer(|a| matches!(a.entry, EntryPoint::Initialize | EntryPoint::ToolsList), |a| served(a, 200));
@@ -342,24 +342,23 @@ fn one_line_per_outcome_naming_the_bearers_and_entry_points_it_covers() {
     rule.short_names.insert("a near miss".into(), "near miss".into());
     let attempt = judge(&[o], &rule);
     let Attempt::Fail { findings, .. } = attempt else { panic!("{attempt:?}") };
-    let sentences: Vec<String> = findings.iter().map(Finding::sentence).collect();
-    let all_three = |s: &str| {
-        s.starts_with("no bearer was not refused: ")
-            && s.ends_with(" (and the same for 2 more bearer(s): a wrong bearer; near miss)")
-    };
-    assert!(sentences.iter().any(|s| all_three(s) && s.contains("initialize")), "{sentences:#?}");
+    // The reason names every bearer that was not refused, each in full.
+    let reason = crate::model::reason_of(&findings);
+    for bearer in ["no bearer", "a wrong bearer", "a near miss"] {
+        assert!(reason.contains(&format!("{bearer} was not refused: ")), "{reason}");
+    }
+    // The console tells one line per outcome.
+    let told: Vec<String> =
+        crate::model::told_once(&findings, "bearer", "bearer_short").iter().map(Finding::sentence).collect();
+    assert!(told.len() < findings.len(), "{told:#?}");
     assert!(
-        sentences.iter().any(|s| all_three(s) && s.contains("more entry point(s)")),
-        "every tools/list shape is one line: {sentences:#?}"
+        told.iter().any(|s| s.starts_with("no bearer was not refused: ")
+            && s.ends_with(" (and the same for 2 more: a wrong bearer; near miss)")),
+        "{told:#?}"
     );
-    assert!(
-        sentences.iter().any(|s| s.starts_with("a near miss was not refused: ") && s.contains("event stream")),
-        "{sentences:#?}"
-    );
-    assert!(sentences.len() <= 4, "{sentences:#?}");
-    // Each grouped line keeps the exchanges behind it, one per bearer and entry point.
-    let initialize = findings.iter().find(|f| f.sentence().contains("initialize")).unwrap();
-    assert!(initialize.proof.len() >= 3, "{:#?}", initialize.proof);
+    assert!(told.iter().any(|s| s.starts_with("a near miss was not refused: ")), "the SSE GET outcome: {told:#?}");
+    let first = crate::model::told_once(&findings, "bearer", "bearer_short").remove(0);
+    assert!(first.proof.len() >= 3, "each bearer's exchange goes with the line: {:#?}", first.proof);
 }
 
 #[test]
