@@ -26,8 +26,9 @@ use futures_util::future::{BoxFuture, join_all};
 use super::sessions::{SessionPlan, SessionsPlan};
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Scenario};
+use crate::engine::Engine;
 use crate::engine::Target;
-use crate::engine::logs::{LogRead, LogStream};
+use crate::engine::logs::{LogOf, LogRead, LogStream};
 use crate::mcp::EraChoice;
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
 use crate::secret::{MIN_SECRET_LEN, Redactor, Secret, named_forms};
@@ -109,14 +110,14 @@ pub fn has_credential_query(line: &str) -> bool {
 pub struct LogSeen {
     /// The container's name, or the swarm service's.
     pub container: String,
-    pub whose: LogOf,
+    pub whose: LogOwner,
     pub read: Result<LogRead, String>,
     pub hits: Vec<LogHit>,
 }
 
 /// Whose log a [`LogSeen`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogOf {
+pub enum LogOwner {
     Running,
     /// A container of the project that is not running: a one-shot init or migration that
     /// exited, one that crashed, one created and never started.
@@ -125,13 +126,13 @@ pub enum LogOf {
     Service,
 }
 
-impl LogOf {
+impl LogOwner {
     /// How a finding opens, before "logged credential …".
     fn template(self) -> &'static str {
         match self {
-            LogOf::Running => "container {container} ",
-            LogOf::Stopped => "container {container} (not running) ",
-            LogOf::Service => "service {container} (the logs of its tasks, old ones included) ",
+            LogOwner::Running => "container {container} ",
+            LogOwner::Stopped => "container {container} (not running) ",
+            LogOwner::Service => "service {container} (the logs of its tasks, old ones included) ",
         }
     }
 }
@@ -156,20 +157,18 @@ impl Probe for LogsCheck {
             let topology = deployment.topology();
             // Every container of the deployment, running or not: a one-shot container that
             // printed a bearer and exited leaked it as surely as a running one.
-            let targets: Vec<(&Target, LogOf)> = topology
+            let targets: Vec<(&Target, LogOwner)> = topology
                 .services
                 .values()
                 .flatten()
-                .map(|t| (t, LogOf::Running))
-                .chain(topology.stopped.iter().map(|t| (t, LogOf::Stopped)))
+                .map(|t| (t, LogOwner::Running))
+                .chain(topology.stopped.iter().map(|t| (t, LogOwner::Stopped)))
                 .collect();
             let scanner = &scanner;
             let reads = join_all(targets.iter().map(|(t, whose)| async move {
                 let engine = deployment.engine_of(t)?;
                 let env = engine.environment(&t.id).await.map_err(|e| e.to_string())?;
-                let seen =
-                    read_log(&t.name, *whose, scanner, |tail, each| engine.log_lines(&t.id, tail, LOG_MAX_BYTES, each))
-                        .await;
+                let seen = read_log(&engine, LogOf::Container(&t.id), &t.name, *whose, scanner).await;
                 Ok::<_, String>((env, seen))
             }))
             .await;
@@ -187,10 +186,9 @@ impl Probe for LogsCheck {
             // Swarm: every task each service has had, old ones on any node included.
             if let (Some(view), Some(engine)) = (&topology.swarm, deployment.engine()) {
                 for service in &view.facts.services {
-                    let seen = read_log(&service.full_name, LogOf::Service, scanner, |tail, each| {
-                        engine.service_log_lines(&service.id, tail, LOG_MAX_BYTES, each)
-                    })
-                    .await;
+                    let seen =
+                        read_log(engine, LogOf::Service(&service.id), &service.full_name, LogOwner::Service, scanner)
+                            .await;
                     seen_all.push((service.name.clone(), seen));
                 }
             }
@@ -204,30 +202,26 @@ impl Probe for LogsCheck {
     }
 }
 
-/// Reads one log through `read` (the last `tail` lines, each handed to a callback), the
-/// last lines that fit in the byte budget (fewer lines while they do not), and scans it.
-async fn read_log<'s, F, Fut>(name: &str, whose: LogOf, scanner: &'s Scanner, read: F) -> LogSeen
-where
-    F: Fn(usize, Box<dyn FnMut(LogStream, usize, &str) + Send + 's>) -> Fut,
-    Fut: std::future::Future<Output = Result<LogRead, crate::engine::EngineError>>,
-{
+/// Reads one log, the last lines that fit in the byte budget (fewer lines while they do
+/// not), and scans it.
+async fn read_log(engine: &Engine, of: LogOf<'_>, name: &str, whose: LogOwner, scanner: &Scanner) -> LogSeen {
     let mut tail = LOG_TAIL_LINES;
     loop {
-        let hits = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let found = hits.clone();
-        let each = Box::new(move |stream, line, text: &str| {
-            for (credential, form) in scanner.find(text) {
-                let in_query = has_credential_query(text);
-                found.lock().expect("hits").push(LogHit { stream, line, credential, form, in_query });
-            }
-        });
-        let result = read(tail, each).await.map_err(|e| e.to_string());
-        if result.as_ref().is_ok_and(|r| r.cut) && tail > LOG_MIN_TAIL {
+        let mut hits = Vec::new();
+        let read = engine
+            .log_lines(of, tail, LOG_MAX_BYTES, |stream, line, text| {
+                for (credential, form) in scanner.find(text) {
+                    let in_query = has_credential_query(text);
+                    hits.push(LogHit { stream, line, credential, form, in_query });
+                }
+            })
+            .await
+            .map_err(|e| e.to_string());
+        if read.as_ref().is_ok_and(|r| r.cut) && tail > LOG_MIN_TAIL {
             tail /= 4;
             continue;
         }
-        let hits = std::mem::take(&mut *hits.lock().expect("hits"));
-        return LogSeen { container: name.to_string(), whose, read: result, hits };
+        return LogSeen { container: name.to_string(), whose, read, hits };
     }
 }
 
@@ -237,12 +231,12 @@ where
 pub fn not_found_elsewhere(seen: Vec<(String, LogSeen)>) -> Vec<LogSeen> {
     let in_containers: std::collections::BTreeSet<(String, String)> = seen
         .iter()
-        .filter(|(_, s)| s.whose != LogOf::Service)
+        .filter(|(_, s)| s.whose != LogOwner::Service)
         .flat_map(|(service, s)| s.hits.iter().map(move |h| (service.clone(), h.credential.clone())))
         .collect();
     seen.into_iter()
         .map(|(service, mut s)| {
-            if s.whose == LogOf::Service {
+            if s.whose == LogOwner::Service {
                 s.hits.retain(|h| !in_containers.contains(&(service.clone(), h.credential.clone())));
             }
             s

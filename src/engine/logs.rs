@@ -82,19 +82,7 @@ impl Engine {
     /// `Config.Env` of a container: (name, value) pairs. The values are for comparison
     /// only and are never printed.
     pub async fn environment(&self, container: &str) -> Result<Vec<(String, String)>, EngineError> {
-        let inspect = self
-            .docker()
-            .inspect_container(container, None)
-            .await
-            .map_err(|e| EngineError::lookup("container", container, "inspecting container", e))?;
-        let env = inspect.config.and_then(|c| c.env).unwrap_or_default();
-        Ok(env
-            .into_iter()
-            .map(|kv| match kv.split_once('=') {
-                Some((k, v)) => (k.to_string(), v.to_string()),
-                None => (kv, String::new()),
-            })
-            .collect())
+        Ok(self.carried(container).await?.env)
     }
 
     /// What a container carries as the engine shows it: its environment, its command line
@@ -147,36 +135,37 @@ impl Engine {
             .collect())
     }
 
-    /// The last `tail` lines of a container's log (stdout and stderr), at most
-    /// `max_bytes` of them, handed to `each` one line at a time with its stream and its
-    /// number in that stream (from 1, the oldest line read).
+    /// The last `tail` lines of a log (stdout and stderr), at most `max_bytes` of them,
+    /// handed to `each` one line at a time with its stream and its number in that stream
+    /// (from 1, the oldest line read).
     pub async fn log_lines(
         &self,
-        container: &str,
+        of: LogOf<'_>,
         tail: usize,
         max_bytes: u64,
         each: impl FnMut(LogStream, usize, &str),
     ) -> Result<LogRead, EngineError> {
-        let stream = self.docker().logs(container, Some(log_options(tail)));
-        read_log(stream, max_bytes, each)
-            .await
-            .map_err(|e| EngineError::lookup("container", container, "reading the log of", e))
+        let options = Some(log_options(tail));
+        let read = match of {
+            LogOf::Container(id) => read_log(self.docker().logs(id, options), max_bytes, each).await,
+            LogOf::Service(id) => read_log(self.docker().service_logs(id, options), max_bytes, each).await,
+        };
+        let (kind, name, action) = match of {
+            LogOf::Container(id) => ("container", id, "reading the log of"),
+            LogOf::Service(id) => ("service", id, "reading the logs of"),
+        };
+        read.map_err(|e| EngineError::lookup(kind, name, action, e))
     }
+}
 
-    /// [`Engine::log_lines`] for a swarm service: the logs of every task it has had that
-    /// the engine still keeps, on any node, old tasks (exited, restarted, replaced) included.
-    pub async fn service_log_lines(
-        &self,
-        service: &str,
-        tail: usize,
-        max_bytes: u64,
-        each: impl FnMut(LogStream, usize, &str),
-    ) -> Result<LogRead, EngineError> {
-        let stream = self.docker().service_logs(service, Some(log_options(tail)));
-        read_log(stream, max_bytes, each)
-            .await
-            .map_err(|e| EngineError::lookup("service", service, "reading the logs of", e))
-    }
+/// Whose log to read.
+#[derive(Clone, Copy, Debug)]
+pub enum LogOf<'a> {
+    /// A container, by id or name.
+    Container(&'a str),
+    /// A swarm service, by id: the logs of every task it has had that the engine still
+    /// keeps, on any node, old tasks (exited, restarted, replaced) included.
+    Service(&'a str),
 }
 
 fn log_options(tail: usize) -> bollard::query_parameters::LogsOptions {

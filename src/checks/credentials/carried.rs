@@ -8,10 +8,11 @@ use std::path::Path;
 
 use crate::engine::logs::SECRETS_DIR;
 use crate::engine::{Engine, Target};
+use crate::fsutil::{read_in_root, read_regular_text};
 
 /// Files read under a container's secrets directory, at most.
 const MAX_FILES: usize = 64;
-/// Bytes read of one file, at most: a secret is small, a larger file is read in part.
+/// Bytes read of one file, at most: a secret is small; a larger file is said unread.
 const MAX_FILE_BYTES: u64 = 256 << 10;
 
 /// Where a container carries a value.
@@ -60,22 +61,24 @@ pub async fn read(engine: &Engine, target: &Target, on_this_host: bool) -> Resul
         carried.unread.push("its files are on another node".into());
         return Ok(carried);
     }
-    let mut files: Vec<(String, std::path::PathBuf)> = Vec::new();
+    // A running container's own files, read inside its root (its symlinks never lead to
+    // the host's files); a stopped one's bind-mounted host files, as the engine names them.
+    let mut inside_root: Vec<String> = Vec::new();
     if target.running && target.pid != 0 {
         let root = Path::new("/proc").join(target.pid.to_string()).join("root");
         match list_files(&root, SECRETS_DIR) {
-            Ok(found) => files.extend(found.into_iter().map(|inside| (inside.clone(), root.join(&inside[1..])))),
+            Ok(found) => inside_root = found,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => carried.unread.push(format!("{SECRETS_DIR}: {e}")),
         }
     }
-    for (inside, host) in seen.secret_binds {
-        if !files.iter().any(|(i, _)| *i == inside) {
-            files.push((inside, host.into()));
-        }
-    }
-    for (inside, path) in files.into_iter().take(MAX_FILES) {
-        match read_head(&path) {
+    let binds = seen.secret_binds.into_iter().filter(|(inside, _)| !inside_root.contains(inside));
+    let reads = inside_root
+        .iter()
+        .map(|inside| (inside.clone(), read_in_root(target.pid, inside, MAX_FILE_BYTES)))
+        .chain(binds.map(|(inside, host)| (inside, read_regular_text(Path::new(&host), MAX_FILE_BYTES))));
+    for (inside, read) in reads.take(MAX_FILES) {
+        match read {
             Ok(text) => carried.values.push((Place::File(inside), text)),
             Err(e) => carried.unread.push(format!("{inside}: {e}")),
         }
@@ -109,14 +112,6 @@ fn list_files(root: &Path, dir: &str) -> std::io::Result<Vec<String>> {
     Ok(out)
 }
 
-/// The first [`MAX_FILE_BYTES`] of a file, as text (lossy).
-fn read_head(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?.take(MAX_FILE_BYTES).read_to_end(&mut bytes)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +124,5 @@ mod tests {
         std::fs::write(dir.join("native"), "value").unwrap();
         std::fs::write(dir.join("nested/old"), "value").unwrap();
         assert_eq!(list_files(root.path(), SECRETS_DIR).unwrap(), ["/run/secrets/native", "/run/secrets/nested/old"]);
-        assert_eq!(read_head(&dir.join("native")).unwrap(), "value");
     }
 }

@@ -45,7 +45,7 @@ fn a_log_finding_names_container_stream_and_line_never_the_value() {
         .collect();
     let seen = LogSeen {
         container: "ref_native_1".into(),
-        whose: LogOf::Running,
+        whose: LogOwner::Running,
         read: Ok(LogRead { stdout_lines: 0, stderr_lines: 80, console_lines: 0, bytes: 4000, cut: false }),
         hits,
     };
@@ -57,7 +57,7 @@ fn a_log_finding_names_container_stream_and_line_never_the_value() {
     );
     assert_eq!(findings[0].facts["line"], "10");
     assert!(evidence.contains("80 stderr line(s) read"), "{evidence}");
-    let clean = LogSeen { container: "c".into(), whose: LogOf::Running, read: Ok(LogRead::default()), hits: vec![] };
+    let clean = LogSeen { container: "c".into(), whose: LogOwner::Running, read: Ok(LogRead::default()), hits: vec![] };
     let (f, e) = judge_log(&clean);
     assert!(f.is_empty() && e.ends_with("no credential"), "{e}");
 }
@@ -103,8 +103,12 @@ fn a_credential_in_a_logged_query_string_says_where_it_may_come_from() {
         form: "as written",
         in_query: true,
     };
-    let seen =
-        LogSeen { container: "proxy_1".into(), whose: LogOf::Running, read: Ok(LogRead::default()), hits: vec![hit] };
+    let seen = LogSeen {
+        container: "proxy_1".into(),
+        whose: LogOwner::Running,
+        read: Ok(LogRead::default()),
+        hits: vec![hit],
+    };
     let (findings, _) = judge_log(&seen);
     assert!(
         findings[0].sentence().contains("1 of these lines hold it in a URL query string (cordon's refusal checks send"),
@@ -122,13 +126,13 @@ fn a_stopped_container_and_a_service_s_old_tasks_are_named_as_such_and_told_once
         form: "as written",
         in_query: false,
     };
-    let log = |name: &str, whose: LogOf, hits: Vec<LogHit>| LogSeen {
+    let log = |name: &str, whose: LogOwner, hits: Vec<LogHit>| LogSeen {
         container: name.into(),
         whose,
         read: Ok(LogRead::default()),
         hits,
     };
-    let (f, _) = judge_log(&log("p_migrate_1", LogOf::Stopped, vec![hit("native-token")]));
+    let (f, _) = judge_log(&log("p_migrate_1", LogOwner::Stopped, vec![hit("native-token")]));
     assert_eq!(
         f[0].sentence(),
         "container p_migrate_1 (not running) logged credential native-token: stdout line 1 (as written)"
@@ -136,8 +140,8 @@ fn a_stopped_container_and_a_service_s_old_tasks_are_named_as_such_and_told_once
     // The running task logged native-token, and the service's log repeats it: told once.
     // An old task logged wiki-token: only the service's log shows it.
     let seen = not_found_elsewhere(vec![
-        ("native".into(), log("s_native.1.x", LogOf::Running, vec![hit("native-token")])),
-        ("native".into(), log("s_native", LogOf::Service, vec![hit("native-token"), hit("wiki-token")])),
+        ("native".into(), log("s_native.1.x", LogOwner::Running, vec![hit("native-token")])),
+        ("native".into(), log("s_native", LogOwner::Service, vec![hit("native-token"), hit("wiki-token")])),
     ]);
     let findings: Vec<String> = seen.iter().flat_map(|s| judge_log(s).0).map(|f| f.sentence()).collect();
     assert_eq!(
