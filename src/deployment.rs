@@ -154,6 +154,21 @@ impl Deployment {
         }
     }
 
+    /// The engine that serves `node` (swarm): this one for its own node, else the one the
+    /// suite's `engines:` names for it.
+    pub fn engine_of_node(&self, node: &str) -> Result<Engine, String> {
+        let topology = self.topology();
+        let view = topology.swarm.as_ref().ok_or("not a swarm deployment")?;
+        match engine_for(&self.engines, &view.facts, node) {
+            Some(engine) => Ok(engine.clone()),
+            None if node == view.facts.local_node => self.engine.clone().ok_or_else(|| "no engine".into()),
+            None => Err(format!(
+                "its container is on node {}, and the suite's `engines:` names no engine for it",
+                view.node_name(node)
+            )),
+        }
+    }
+
     fn carrier(&self, target: &Target) -> Carrier {
         let (Mode::Swarm, Some(node)) = (self.mode, &target.node) else { return Carrier::Here };
         let topology = self.topology();

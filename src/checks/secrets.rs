@@ -122,8 +122,9 @@ pub enum LogOwner {
     /// A container of the project that is not running: a one-shot init or migration that
     /// exited, one that crashed, one created and never started.
     Stopped,
-    /// A swarm service: every task it has had that the engine keeps, on any node.
-    Service,
+    /// A swarm task that no longer runs (failed, replaced, shut down) but keeps its
+    /// container on its node.
+    OldTask,
 }
 
 impl LogOwner {
@@ -132,7 +133,7 @@ impl LogOwner {
         match self {
             LogOwner::Running => "container {container} ",
             LogOwner::Stopped => "container {container} (not running) ",
-            LogOwner::Service => "service {container} (the logs of its tasks, old ones included) ",
+            LogOwner::OldTask => "old task {container} (no longer running) ",
         }
     }
 }
@@ -178,22 +179,28 @@ impl Probe for LogsCheck {
                 match read {
                     Ok((env, seen)) => {
                         findings.extend(urls_in_environment(&target.name, &env, scanner));
-                        seen_all.push((target.service.clone(), seen));
+                        seen_all.push(seen);
                     }
                     Err(e) => not_ready.push(format!("{}: {e}", target.name)),
                 }
             }
-            // Swarm: every task each service has had, old ones on any node included.
-            if let (Some(view), Some(engine)) = (&topology.swarm, deployment.engine()) {
-                for service in &view.facts.services {
-                    let seen =
-                        read_log(engine, LogOf::Service(&service.id), &service.full_name, LogOwner::Service, scanner)
-                            .await;
-                    seen_all.push((service.name.clone(), seen));
+            // Swarm: every task that no longer runs but keeps its container (failed,
+            // replaced, shut down), on any node an engine of the suite serves.
+            if let Some(view) = &topology.swarm {
+                for task in &view.facts.old_tasks {
+                    let name = old_task_name(&view.facts, task);
+                    let seen = match deployment.engine_of_node(&task.node_id) {
+                        Ok(engine) => {
+                            read_log(&engine, LogOf::Container(&task.container_id), &name, LogOwner::OldTask, scanner)
+                                .await
+                        }
+                        Err(e) => LogSeen { container: name, whose: LogOwner::OldTask, read: Err(e), hits: vec![] },
+                    };
+                    seen_all.push(seen);
                 }
             }
-            for seen in not_found_elsewhere(seen_all) {
-                let (f, e) = judge_log(&seen);
+            for seen in &seen_all {
+                let (f, e) = judge_log(seen);
                 findings.extend(f);
                 evidence.push(e);
             }
@@ -225,23 +232,13 @@ async fn read_log(engine: &Engine, of: LogOf<'_>, name: &str, whose: LogOwner, s
     }
 }
 
-/// A service's logs repeat what its running tasks' logs hold: a credential found there
-/// is told once, by the container; the service's log tells only what no running task of
-/// it shows (an old task's, an exited one's). `seen` is (service, log) in order.
-pub fn not_found_elsewhere(seen: Vec<(String, LogSeen)>) -> Vec<LogSeen> {
-    let in_containers: std::collections::BTreeSet<(String, String)> = seen
-        .iter()
-        .filter(|(_, s)| s.whose != LogOwner::Service)
-        .flat_map(|(service, s)| s.hits.iter().map(move |h| (service.clone(), h.credential.clone())))
-        .collect();
-    seen.into_iter()
-        .map(|(service, mut s)| {
-            if s.whose == LogOwner::Service {
-                s.hits.retain(|h| !in_containers.contains(&(service.clone(), h.credential.clone())));
-            }
-            s
-        })
-        .collect()
+/// The name the engine gives an old task's container: `<service>.<slot>.<task id>`
+/// (a global service's tasks have the node's id for a slot).
+fn old_task_name(facts: &crate::engine::swarm::StackFacts, task: &crate::engine::swarm::RunningTask) -> String {
+    let full =
+        facts.services.iter().find(|s| s.name == task.service).map_or(task.service.as_str(), |s| s.full_name.as_str());
+    let slot = task.slot.map_or_else(|| task.node_id.clone(), |s| s.to_string());
+    format!("{full}.{slot}.{}", task.id)
 }
 
 /// A session with each enabled provider's own credential at every replica, listing its

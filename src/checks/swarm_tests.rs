@@ -89,6 +89,7 @@ fn topology() -> Topology {
         local_node: "node-1".into(),
         services: vec![service],
         tasks: vec![],
+        old_tasks: vec![],
         pending: BTreeMap::new(),
         nodes: BTreeMap::new(),
     };

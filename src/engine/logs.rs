@@ -145,27 +145,19 @@ impl Engine {
         max_bytes: u64,
         each: impl FnMut(LogStream, usize, &str),
     ) -> Result<LogRead, EngineError> {
-        let options = Some(log_options(tail));
-        let read = match of {
-            LogOf::Container(id) => read_log(self.docker().logs(id, options), max_bytes, each).await,
-            LogOf::Service(id) => read_log(self.docker().service_logs(id, options), max_bytes, each).await,
-        };
-        let (kind, name, action) = match of {
-            LogOf::Container(id) => ("container", id, "reading the log of"),
-            LogOf::Service(id) => ("service", id, "reading the logs of"),
-        };
-        read.map_err(|e| EngineError::lookup(kind, name, action, e))
+        let LogOf::Container(id) = of;
+        read_log(self.docker().logs(id, Some(log_options(tail))), max_bytes, each)
+            .await
+            .map_err(|e| EngineError::lookup("container", id, "reading the log of", e))
     }
 }
 
-/// Whose log to read.
+/// Whose log to read. (Not a swarm service's: `docker service logs` was seen to hang
+/// for a whole run; a service's past is read task by task, each from its container.)
 #[derive(Clone, Copy, Debug)]
 pub enum LogOf<'a> {
     /// A container, by id or name.
     Container(&'a str),
-    /// A swarm service, by id: the logs of every task it has had that the engine still
-    /// keeps, on any node, old tasks (exited, restarted, replaced) included.
-    Service(&'a str),
 }
 
 fn log_options(tail: usize) -> bollard::query_parameters::LogsOptions {

@@ -87,6 +87,9 @@ pub struct StackFacts {
     pub local_node: String,
     pub services: Vec<SwarmService>,
     pub tasks: Vec<RunningTask>,
+    /// Tasks that ran and no longer run (failed, shut down, replaced) and still have a
+    /// container on their node: what the task history keeps of a service's past.
+    pub old_tasks: Vec<RunningTask>,
     /// Tasks that exist but are not (yet) running, per service: a converging stack.
     pub pending: BTreeMap<String, usize>,
     pub nodes: BTreeMap<String, NodeFacts>,
@@ -138,6 +141,7 @@ impl Engine {
         }
         let services: Vec<SwarmService> = listed.iter().map(|s| service(s, stack)).collect();
         let mut tasks = Vec::new();
+        let mut old_tasks = Vec::new();
         let mut pending = BTreeMap::new();
         for s in &services {
             let mut filters = HashMap::new();
@@ -153,7 +157,7 @@ impl Engine {
                     None if t.desired_state == Some(TaskState::RUNNING) => {
                         *pending.entry(s.name.clone()).or_default() += 1
                     }
-                    None => {}
+                    None => old_tasks.extend(old_task(t, &s.name)),
                 }
             }
         }
@@ -171,7 +175,7 @@ impl Engine {
                 Some((id.clone(), NodeFacts { id, hostname, addr }))
             })
             .collect();
-        Ok(StackFacts { stack: stack.to_string(), local_node, services, tasks, pending, nodes })
+        Ok(StackFacts { stack: stack.to_string(), local_node, services, tasks, old_tasks, pending, nodes })
     }
 
     /// `docker_gwbridge` of this engine, if it has one.
@@ -254,6 +258,21 @@ pub fn running_task(t: &Task, service: &str) -> Option<RunningTask> {
     })
 }
 
+/// A task that no longer runs but still has a container (its log, on its node).
+pub fn old_task(t: &Task, service: &str) -> Option<RunningTask> {
+    let status = t.status.as_ref()?;
+    if status.state == Some(TaskState::RUNNING) {
+        return None;
+    }
+    Some(RunningTask {
+        id: t.id.clone()?,
+        service: service.to_string(),
+        slot: t.slot,
+        node_id: t.node_id.clone()?,
+        container_id: status.container_status.as_ref()?.container_id.clone().filter(|c| !c.is_empty())?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,6 +350,7 @@ mod tests {
             local_node: "n".into(),
             services: vec![s],
             tasks: vec![t.clone()],
+            old_tasks: vec![],
             pending: BTreeMap::new(),
             nodes: BTreeMap::new(),
         };

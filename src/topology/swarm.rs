@@ -227,6 +227,7 @@ mod tests {
             local_node: "n1".into(),
             services: vec![],
             tasks: vec![],
+            old_tasks: vec![],
             pending: BTreeMap::new(),
             nodes: BTreeMap::new(),
         };
