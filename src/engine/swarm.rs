@@ -245,31 +245,27 @@ pub fn service(s: &Service, stack: &str) -> SwarmService {
 
 /// Pure: the task if it is desired running and running, with a container.
 pub fn running_task(t: &Task, service: &str) -> Option<RunningTask> {
-    let status = t.status.as_ref()?;
-    if t.desired_state != Some(TaskState::RUNNING) || status.state != Some(TaskState::RUNNING) {
-        return None;
-    }
-    Some(RunningTask {
-        id: t.id.clone()?,
-        service: service.to_string(),
-        slot: t.slot,
-        node_id: t.node_id.clone()?,
-        container_id: status.container_status.as_ref()?.container_id.clone()?,
-    })
+    let running = t.desired_state == Some(TaskState::RUNNING) && state(t) == Some(TaskState::RUNNING);
+    running.then(|| with_container(t, service)).flatten()
 }
 
 /// A task that no longer runs but still has a container (its log, on its node).
 pub fn old_task(t: &Task, service: &str) -> Option<RunningTask> {
-    let status = t.status.as_ref()?;
-    if status.state == Some(TaskState::RUNNING) {
-        return None;
-    }
+    (state(t) != Some(TaskState::RUNNING)).then(|| with_container(t, service)).flatten()
+}
+
+fn state(t: &Task) -> Option<TaskState> {
+    t.status.as_ref()?.state
+}
+
+/// The task and its container, if it has one.
+fn with_container(t: &Task, service: &str) -> Option<RunningTask> {
     Some(RunningTask {
         id: t.id.clone()?,
         service: service.to_string(),
         slot: t.slot,
         node_id: t.node_id.clone()?,
-        container_id: status.container_status.as_ref()?.container_id.clone().filter(|c| !c.is_empty())?,
+        container_id: t.status.as_ref()?.container_status.as_ref()?.container_id.clone().filter(|c| !c.is_empty())?,
     })
 }
 
@@ -333,6 +329,16 @@ mod tests {
         assert!(running_task(&task(TaskState::RUNNING, TaskState::RUNNING), "s").is_some());
         assert!(running_task(&task(TaskState::SHUTDOWN, TaskState::RUNNING), "s").is_none(), "being replaced");
         assert!(running_task(&task(TaskState::RUNNING, TaskState::STARTING), "s").is_none(), "starting");
+    }
+
+    #[test]
+    fn a_task_that_ran_and_kept_its_container_is_an_old_task() {
+        assert!(old_task(&task(TaskState::SHUTDOWN, TaskState::FAILED), "s").is_some(), "failed");
+        assert!(old_task(&task(TaskState::SHUTDOWN, TaskState::SHUTDOWN), "s").is_some(), "replaced");
+        assert!(old_task(&task(TaskState::RUNNING, TaskState::RUNNING), "s").is_none(), "it runs");
+        let mut never = task(TaskState::SHUTDOWN, TaskState::REJECTED);
+        never.status.as_mut().unwrap().container_status = None;
+        assert!(old_task(&never, "s").is_none(), "no container, no log");
     }
 
     #[test]
