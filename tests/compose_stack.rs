@@ -281,6 +281,11 @@ fn broken_sidecar_egress_outsider() {
 }
 
 #[test]
+fn correct_disabled_keeps_own_token() {
+    broken_variant("disabled-keeps-own-token", "10.194");
+}
+
+#[test]
 fn broken_any_bearer() {
     broken_variant("any-bearer", "10.245");
 }

@@ -139,7 +139,7 @@ impl Probe for CredentialsCheck {
                 refused_everywhere(ctx, &provider, presented, self.dead).await
             };
             let held = match &ctx.deployment {
-                Some(_) => holders(ctx, &dead).await,
+                Some(_) => holders(ctx, &provider, &dead).await,
                 None => Ok((vec![], vec!["host mode: no client container to read the environment of".into()])),
             };
             let (held_findings, held_evidence) = match held {
@@ -196,12 +196,21 @@ async fn refused_everywhere(ctx: &RunContext, provider: &Provider, presented: Ve
 }
 
 /// Every container of the deployment, running or not, and every swarm config of the
-/// stack that holds a dead credential, wherever the engine or the host shows it.
-async fn holders(ctx: &RunContext, dead: &[DeadCredential]) -> Result<(Vec<Finding>, Vec<String>), Attempt> {
+/// stack that holds a dead credential, wherever the engine or the host shows it. The
+/// provider's own containers may hold what is still its own current credential (a
+/// disabled provider's, which its removed consumers held too): that is its to keep, and
+/// `disabled::<p>` proves nothing accepts it.
+async fn holders(
+    ctx: &RunContext,
+    provider: &Provider,
+    dead: &[DeadCredential],
+) -> Result<(Vec<Finding>, Vec<String>), Attempt> {
     let deployment = ctx.deployment.as_ref().expect("asked with a deployment");
     let topology = deployment.topology();
-    let secrets: Vec<(&DeadCredential, &Secret)> =
-        dead.iter().map(|d| (d, ctx.scenario.secret(&d.credential))).collect();
+    let current = ctx.scenario.secret(&provider.credential).expose();
+    let all: Vec<(&DeadCredential, &Secret)> = dead.iter().map(|d| (d, ctx.scenario.secret(&d.credential))).collect();
+    let not_its_own: Vec<(&DeadCredential, &Secret)> =
+        all.iter().copied().filter(|(_, secret)| secret.expose() != current).collect();
     let mut findings = Vec::new();
     let mut evidence = Vec::new();
     for target in topology.services.values().flatten().chain(topology.stopped.iter()) {
@@ -214,7 +223,8 @@ async fn holders(ctx: &RunContext, dead: &[DeadCredential]) -> Result<(Vec<Findi
             Some(client) => Holder::Client { client: client.id.clone(), container: target.name.clone() },
             None => Holder::Container { container: target.name.clone(), service: target.service.clone() },
         };
-        let found = held_in(&carried.values, &secrets);
+        let secrets = if target.service == provider.service { &not_its_own } else { &all };
+        let found = held_in(&carried.values, secrets);
         evidence.push(format!(
             "{}: {}, {}",
             holder.describe(),
@@ -234,8 +244,7 @@ async fn holders(ctx: &RunContext, dead: &[DeadCredential]) -> Result<(Vec<Findi
         for (name, data) in configs {
             let values = vec![(Place::Config, String::from_utf8_lossy(&data).into_owned())];
             let holder = Holder::Config { config: name };
-            findings
-                .extend(held_in(&values, &secrets).into_iter().map(|(place, d, form)| held(&holder, place, d, form)));
+            findings.extend(held_in(&values, &all).into_iter().map(|(place, d, form)| held(&holder, place, d, form)));
         }
     }
     Ok((findings, evidence))
