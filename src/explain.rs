@@ -42,7 +42,7 @@ pub fn describe(name: &CheckName) -> Option<(&'static str, &'static str)> {
             "the first admitted client that shares a network with the provider, else the provider's own container",
         ),
         (Family::Contract, Some("call_allowlist")) => (
-            "tools/call of every name the provider must not run (mutating with mutation off, denied_tools, the upstream specification's other tools, any name a listing served outside the allowlist) is refused at every replica, in every era, with every credential its clients hold, and shows no sign of having run: not isError: false, not an error that carries output or says neither unknown nor forbidden (unlike a name that cannot exist), not a 5xx where that name is refused, and the read answers the same before and after",
+            "tools/call of every name the provider must not run (mutating with mutation off, denied_tools, the upstream specification's other tools, any name a listing served outside the allowlist) is refused at every replica, in every era, with every credential its clients hold, and shows no sign of having run: not isError: false, not an error that carries output, not a 5xx where that name is refused, and the read answers the same before and after; an error in the server's own words (unlike the refusal of a name that cannot exist) proves nothing either way, whatever its words, so unless the read shows a run the check is not judged (skipped, with why)",
             "the first admitted client that shares a network with the provider, else the provider's own container",
         ),
         (Family::Contract, Some("arguments")) => (

@@ -1,12 +1,21 @@
-//! End to end on Docker: the reference stack passes every check; each broken variant in
+//! End to end on Docker: the reference stack passes every check; each variant in
 //! docker/reference/broken/ fails exactly the checks its expect.yaml names, for the stated
 //! reason, while every other check stays green. Each stack runs under its own compose
 //! project and subnet and is torn down on every path.
+//!
+//! The variants are data: a folder with an `expect.yaml` (and a compose override, a
+//! scenario, or both) is a test named `variant::<folder>`, so adding a variant is adding
+//! a folder. The runner is libtest-mimic (`harness = false`): `cargo test --test
+//! compose_stack -- variant::hosts-pin` runs one, and the usual filters and
+//! `--test-threads` apply. Stacks are mostly waits on the engine, so by default
+//! [`STACKS_AT_ONCE`] run side by side; variants that share a subnet take turns.
 
 mod support;
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
+use libtest_mimic::{Arguments, Failed, Trial};
 use serde::Deserialize;
 use support::stack::{REFERENCE_SKIPS, Stack, as_on_the_reference, repo, verdicts};
 
@@ -38,6 +47,9 @@ struct Expect {
     #[serde(default)]
     stderr: Vec<String>,
     within_seconds: Option<u64>,
+    /// The stack's subnet block (`10.x`, i.e. 10.x.0.0/16); variants that share one take
+    /// turns (support::stack).
+    subnet: String,
 }
 
 fn one() -> usize {
@@ -62,7 +74,72 @@ fn reference_scenario() -> std::path::PathBuf {
     repo().join("scenarios/reference.yaml")
 }
 
-#[test]
+/// Stacks brought up, judged and torn down at once when `--test-threads` is not given.
+const STACKS_AT_ONCE: usize = 6;
+
+fn main() {
+    let mut args = Arguments::from_args();
+    if args.test_threads.is_none() && std::env::var_os("RUST_TEST_THREADS").is_none() {
+        args.test_threads = Some(STACKS_AT_ONCE);
+    }
+    let mut trials = vec![
+        Trial::test("the_reference_stack_passes_every_check_twenty_times_in_a_row", || {
+            caught(the_reference_stack_passes_every_check_twenty_times_in_a_row)
+        }),
+        Trial::test("every_variant_states_its_expectations", || caught(every_variant_states_its_expectations)),
+        Trial::test("a_missing_project_is_an_infrastructure_error_that_says_what_to_do", || {
+            caught(a_missing_project_is_an_infrastructure_error_that_says_what_to_do)
+        }),
+    ];
+    for dir in variant_dirs() {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        trials.push(Trial::test(format!("variant::{name}"), move || caught(move || variant(&dir))));
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// A test body that asserts (panics) as a libtest-mimic outcome, with the panic's message.
+fn caught(body: impl FnOnce() + std::panic::UnwindSafe) -> Result<(), Failed> {
+    std::panic::catch_unwind(body).map_err(|panic| {
+        let text = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panicked".into());
+        Failed::from(text)
+    })
+}
+
+fn variant_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(repo().join("docker/reference/broken"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn expect_of(dir: &Path) -> Expect {
+    let path = dir.join("expect.yaml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// One variant: a scenario error (`exit:`) stops before any check, anything else is
+/// deployed and judged.
+fn variant(dir: &Path) {
+    let expect = expect_of(dir);
+    match expect.exit {
+        Some(exit) => {
+            let name = dir.file_name().unwrap().to_string_lossy();
+            let stack = Stack::up(&name, &expect.subnet, None);
+            scenario_error(&stack, &dir.join("scenario.yaml"), &expect, exit);
+        }
+        None => broken_variant(dir, &expect),
+    }
+}
+
 fn the_reference_stack_passes_every_check_twenty_times_in_a_row() {
     let stack = Stack::up("good", "10.242", None);
     let results = tempfile::tempdir().unwrap();
@@ -108,11 +185,10 @@ fn assert_no_token_in(stack: &Stack, results: &std::path::Path, console: &[&str]
     }
 }
 
-fn broken_variant(name: &str, subnet: &str) {
-    let dir = repo().join("docker/reference/broken").join(name);
-    let expect: Expect = serde_saphyr::from_str(&std::fs::read_to_string(dir.join("expect.yaml")).unwrap()).unwrap();
+fn broken_variant(dir: &Path, expect: &Expect) {
+    let name = &*dir.file_name().unwrap().to_string_lossy();
     let override_file = dir.join("compose.yaml");
-    let stack = Stack::up(name, subnet, override_file.exists().then_some(override_file.as_path()));
+    let stack = Stack::up(name, &expect.subnet, override_file.exists().then_some(override_file.as_path()));
     for replica in &expect.replicas {
         stack.run_replica(replica);
     }
@@ -122,7 +198,7 @@ fn broken_variant(name: &str, subnet: &str) {
     for run in 1..=expect.runs {
         let results = tempfile::tempdir().unwrap();
         let (code, stdout, stderr, report) = stack.cordon(&scenario, results.path(), &[]);
-        let got = judge_variant(name, &stack, &expect, run == 1, (code, &stdout, &stderr, &report));
+        let got = judge_variant(name, &stack, expect, run == 1, (code, &stdout, &stderr, &report));
         assert_no_token_in(&stack, results.path(), &[&stdout, &stderr]);
         let verdicts: Vec<(String, String)> = got.into_iter().map(|(n, (v, _))| (n, v)).collect();
         match &first {
@@ -250,272 +326,25 @@ fn scenario_error(stack: &Stack, scenario: &std::path::Path, expect: &Expect, ex
     }
 }
 
-#[test]
-fn broken_wildcard_route() {
-    broken_variant("wildcard-route", "10.243");
-}
-
-#[test]
-fn broken_shared_infra_reach() {
-    broken_variant("shared-infra-reach", "10.244");
-}
-
-#[test]
-fn broken_init_logs_bearer() {
-    broken_variant("init-logs-bearer", "10.227");
-}
-
-#[test]
-fn correct_init_logs_nothing() {
-    broken_variant("init-logs-nothing", "10.228");
-}
-
-#[test]
-fn broken_retired_in_secret_file() {
-    broken_variant("retired-in-secret-file", "10.229");
-}
-
-#[test]
-fn broken_sidecar_egress_outsider() {
-    broken_variant("sidecar-egress-outsider", "10.193");
-}
-
-#[test]
-fn correct_disabled_keeps_own_token() {
-    broken_variant("disabled-keeps-own-token", "10.194");
-}
-
-#[test]
-fn broken_any_bearer() {
-    broken_variant("any-bearer", "10.245");
-}
-
-#[test]
-fn broken_disabled_401() {
-    broken_variant("disabled-401", "10.246");
-}
-
-#[test]
-fn broken_sidecar_second_network() {
-    broken_variant("sidecar-second-network", "10.247");
-}
-
-#[test]
-fn broken_sidecar_root() {
-    broken_variant("sidecar-root", "10.248");
-}
-
-#[test]
-fn broken_extra_tool() {
-    broken_variant("extra-tool", "10.249");
-}
-
-#[test]
-fn broken_read_error() {
-    broken_variant("read-error", "10.250");
-}
-
-#[test]
-fn every_listener_extra_port() {
-    // Shares its subnet with the scenario-error stack: they take turns (support::stack).
-    broken_variant("extra-listener", "10.212");
-}
-
-#[test]
-fn published_port_reach() {
-    broken_variant("published-port", "10.201");
-}
-
-#[test]
-fn not_ready_is_not_isolation_correct() {
-    broken_variant("listen-delay", "10.202");
-}
-
-#[test]
-fn not_ready_is_not_isolation_leak() {
-    broken_variant("listen-delay-leak", "10.203");
-}
-
-#[test]
-fn every_replica_open_replica() {
-    broken_variant("open-replica", "10.204");
-}
-
-#[test]
-fn every_replica_even_one_the_first_client_cannot_reach() {
-    broken_variant("open-replica-elsewhere", "10.219");
-}
-
-#[test]
-fn every_replica_extra_tool() {
-    broken_variant("replica-extra-tool", "10.205");
-}
-
-#[test]
-fn hosts_file_pin() {
-    broken_variant("hosts-pin", "10.206");
-}
-
-#[test]
-fn shared_network_namespace_passes() {
-    broken_variant("shared-netns", "10.207");
-}
-
-#[test]
-fn route_names_the_container_behind_an_alias() {
-    broken_variant("alias-elsewhere", "10.208");
-}
-
-#[test]
-fn route_names_the_container_behind_a_dns_record() {
-    broken_variant("dns-record-elsewhere", "10.218");
-}
-
-#[test]
-fn same_origin_redirect_passes() {
-    broken_variant("same-origin-redirect", "10.209");
-}
-
-#[test]
-fn cross_origin_redirect() {
-    broken_variant("cross-origin-redirect", "10.210");
-}
-
-#[test]
-fn same_origin_redirects_are_followed_three_hops_at_most() {
-    broken_variant("redirect-loop", "10.216");
-}
-
-#[test]
-fn disabled_credential_on_a_leftover() {
-    broken_variant("wiki-leftover", "10.213");
-}
-
-#[test]
-fn disabled_credential_on_a_consumers_network_and_another_port() {
-    broken_variant("wiki-leftover-elsewhere", "10.217");
-}
-
-#[test]
-fn disabled_credential_on_a_leftover_of_another_transport_and_path() {
-    broken_variant("wiki-leftover-sse", "10.213");
-}
-
-#[test]
-fn disabled_credential_on_a_container_of_no_project() {
-    broken_variant("wiki-outsider", "10.213");
-}
-
-#[test]
-fn call_allowlist_a_gateway_that_filters_only_the_listing() {
-    broken_variant("gateway-lists-only", "10.181");
-}
-
-#[test]
-fn arguments_an_adapter_that_ignores_undeclared_arguments() {
-    broken_variant("lax-arguments", "10.182");
-}
-
-#[test]
-fn limits_no_request_size_limit() {
-    broken_variant("no-request-limit", "10.183");
-}
-
-#[test]
-fn limits_pages_ten_times_page_size() {
-    broken_variant("pages-too-big", "10.184");
-}
-
-#[test]
-fn credentials_a_retired_credential_still_accepted() {
-    broken_variant("retired-alive", "10.185");
-}
-
-#[test]
-fn credentials_a_retired_credential_still_held_by_a_client() {
-    broken_variant("retired-held", "10.186");
-}
-
-#[test]
-fn credentials_a_removed_consumers_credential_still_accepted() {
-    broken_variant("revoked-alive", "10.187");
-}
-
-#[test]
-fn credentials_a_rotation_done_right_passes() {
-    broken_variant("rotation-done", "10.192");
-}
-
-#[test]
-fn secrets_a_provider_that_logs_the_bearer() {
-    broken_variant("logs-bearer", "10.188");
-}
-
-#[test]
-fn secrets_a_provider_that_logs_the_bearer_base64_encoded() {
-    broken_variant("logs-bearer-base64", "10.189");
-}
-
-#[test]
-fn secrets_a_provider_url_with_its_key_in_the_path() {
-    broken_variant("key-in-url", "10.190");
-}
-
-#[test]
-fn egress_a_sidecar_that_reaches_another_provider() {
-    broken_variant("sidecar-egress", "10.191");
-}
-
-/// Scenarios that name what the deployment does not have: one stack, each scenario in turn.
-#[test]
-fn scenarios_naming_what_the_deployment_lacks_stop_at_once_with_exit_2() {
-    let stack = Stack::up("scenario-errors", "10.212", None);
-    for name in ["unknown-network", "unknown-service"] {
-        let dir = repo().join("docker/reference/broken").join(name);
-        let expect: Expect =
-            serde_saphyr::from_str(&std::fs::read_to_string(dir.join("expect.yaml")).unwrap()).unwrap();
-        scenario_error(&stack, &dir.join("scenario.yaml"), &expect, expect.exit.expect("a scenario error"));
+/// Every folder states what it shows: a subnet, a failure or a correct shape, and
+/// something to deploy or a scenario to judge.
+fn every_variant_states_its_expectations() {
+    for dir in variant_dirs() {
+        let expect = expect_of(&dir);
+        assert!(
+            expect.subnet.starts_with("10.") && expect.subnet.split('.').count() == 2,
+            "{}: subnet {:?} is not a 10.x block",
+            dir.display(),
+            expect.subnet
+        );
+        assert!(
+            dir.join("compose.yaml").exists() || dir.join("scenario.yaml").exists() || !expect.replicas.is_empty(),
+            "{}: changes nothing of the reference stack",
+            dir.display()
+        );
     }
 }
 
-#[test]
-fn app_behind_the_sidecar_reached_directly() {
-    broken_variant("app-reach", "10.214");
-}
-
-#[test]
-fn sidecar_checks_cover_every_replica() {
-    broken_variant("sidecar-replica", "10.215");
-}
-
-/// Issue 14 item 9: `internal: true` networks, where unknown names time out (must pass).
-#[test]
-fn broken_internal_networks() {
-    broken_variant("internal-networks", "10.224");
-}
-
-/// Issue 14 item 4: a dual-stack provider listening on IPv6 only (must pass).
-#[test]
-fn broken_ipv6_only_listener() {
-    broken_variant("ipv6-only-listener", "10.225");
-}
-
-/// Issue 14 item 4: IPv6 is not isolated between user networks (Docker 20.10).
-#[test]
-fn broken_ipv6_lateral() {
-    broken_variant("ipv6-lateral", "10.226");
-}
-
-#[test]
-fn every_broken_variant_has_a_test() {
-    let source = std::fs::read_to_string(repo().join("tests/compose_stack.rs")).unwrap();
-    for entry in std::fs::read_dir(repo().join("docker/reference/broken")).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        assert!(source.contains(&format!("\"{name}\"")), "docker/reference/broken/{name} has no test");
-    }
-}
-
-#[test]
 fn a_missing_project_is_an_infrastructure_error_that_says_what_to_do() {
     let results = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cordon"))

@@ -389,21 +389,31 @@ fn checks_queued_behind_dripping_servers_share_the_run_s_hard_stop() {
 }
 
 /// Issue 15: a gateway that filters only tools/list. `delete_everything` is never listed
-/// and the scenario denies it; every way of running it anyway fails
-/// `contract::bad::call_allowlist` for its reason, and a correct server passes.
+/// and the scenario denies it; every way of running it anyway that shows fails
+/// `contract::bad::call_allowlist` for its reason, and a correct server passes. An error
+/// in the server's own words shows nothing either way (issue 29): refused by policy or
+/// run and failed upstream, the check is not judged and says why, never passed or failed
+/// on the words.
 #[rstest]
-#[case::good("good", "")]
+#[case::good("good", "passed", "")]
 #[case::hidden_tool(
     "hidden-tool",
+    "failed",
     "tools/call `delete_everything` answered a result with isError: false (deleted 3 records): the tool ran"
 )]
-#[case::hidden_tool_error("hidden-tool-error", "an error that says neither unknown nor forbidden")]
+#[case::hidden_tool_error("hidden-tool-error", "skipped", "not judged: a name this provider must not run was answered")]
+#[case::good_own_words("good-own-words", "skipped", "(Tool call refused by policy: 'delete_everything' is not on")]
 #[case::hidden_tool_odd_result(
     "hidden-tool-odd-result",
+    "failed",
     "answered something that is not a refusal: protocol violation: tools/call result is not an object"
 )]
-#[case::hidden_tool_lies("hidden-tool-lies", "a call that was refused changed the provider")]
-fn a_gateway_that_runs_a_tool_it_does_not_list_fails_call_allowlist(#[case] mode: &str, #[case] reason: &str) {
+#[case::hidden_tool_lies("hidden-tool-lies", "failed", "a call that was refused changed the provider")]
+fn a_gateway_that_runs_a_tool_it_does_not_list_fails_call_allowlist(
+    #[case] mode: &str,
+    #[case] want: &str,
+    #[case] reason: &str,
+) {
     let out = run_mode(mode, Declared::WithDenied, SUITE);
     let mut problems = Vec::new();
     for aspect in ASPECTS {
@@ -414,12 +424,12 @@ fn a_gateway_that_runs_a_tool_it_does_not_list_fails_call_allowlist(#[case] mode
     }
     let (verdict, why, evidence) = out.check("contract::bad::call_allowlist");
     eprintln!("OBSERVED {mode} | contract::bad::call_allowlist | {verdict} | {why}");
-    let want = if reason.is_empty() { "passed" } else { "failed" };
     if verdict != want || !why.contains(reason) {
         problems.push(format!("call_allowlist: {verdict} ({why}), want {want} with {reason:?}\nevidence:\n{evidence}"));
     }
-    if !reason.is_empty() && out.run.code != 1 {
-        problems.push(format!("exit {} (want 1)", out.run.code));
+    let code = if want == "failed" { 1 } else { 0 };
+    if out.run.code != code {
+        problems.push(format!("exit {} (want {code})", out.run.code));
     }
     let console = format!("{}{}", out.run.stdout, out.run.stderr);
     problems.extend(

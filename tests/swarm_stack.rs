@@ -54,38 +54,55 @@ fn wanted(step: &str) -> bool {
 #[test]
 fn swarm_end_to_end() {
     let host = SwarmHost::prepare(&[&format!("{SUBNET}.0.0/16"), "10.170.0.0/16"]).expect("a swarm to run stacks on");
-    let agent =
-        if wanted("carrier") || wanted("worker") { static_cordon().display().to_string() } else { String::new() };
-    let agent_env = [("CORDON_AGENT_BINARY", agent.as_str())];
-    let mut failures: Vec<String> = Vec::new();
-    if wanted("good") || wanted("carrier") {
-        let stack = Deployed::up("good", 1, &[]);
-        if wanted("good") {
-            good_twenty_times(&stack, &mut failures);
-        }
-        if wanted("carrier") {
-            forced_carrier(&stack, &agent_env, &mut failures);
-        }
-    }
-    if wanted("variants") {
-        let mut dirs: Vec<PathBuf> =
-            std::fs::read_dir(repo().join("docker/swarm/broken")).unwrap().map(|e| e.unwrap().path()).collect();
-        dirs.sort();
-        // `CORDON_SWARM_VARIANTS=a,b` runs only those (each keeps its block).
-        let only = std::env::var("CORDON_SWARM_VARIANTS").ok();
-        let picked =
-            |dir: &Path| only.as_ref().is_none_or(|o| o.split(',').any(|v| dir.file_name().is_some_and(|n| n == v)));
-        for (i, dir) in dirs.iter().enumerate().filter(|(_, d)| picked(d)) {
-            if let Err(e) = broken_variant(dir, 2 + i as u8) {
-                failures.push(e);
+    // The static build (minutes from clean) is needed only by the carrier steps: the
+    // stacks deploy and the good stack's twenty runs go on while it builds.
+    let agent = std::thread::spawn(|| {
+        if wanted("carrier") || wanted("worker") { static_cordon().display().to_string() } else { String::new() }
+    });
+    let agent = std::sync::LazyLock::new(move || agent.join().expect("building the static cordon"));
+    let agent_env = || [("CORDON_AGENT_BINARY", agent.as_str())];
+    let failures: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let fail = |e: String| failures.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+    // The good stack's steps and the broken variants side by side: every stack has its
+    // own networks, subnet block and secrets, so none sees another (docker/swarm/deploy.sh).
+    let queue = std::sync::Mutex::new(if wanted("variants") { variants() } else { Vec::new() }.into_iter());
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            if wanted("good") || wanted("carrier") {
+                let started = std::time::Instant::now();
+                let stack = Deployed::up("good", 1, &[]);
+                let mut found = Vec::new();
+                if wanted("good") {
+                    good_twenty_times(&stack, &mut found);
+                }
+                if wanted("carrier") {
+                    forced_carrier(&stack, &agent_env(), &mut found);
+                }
+                drop(stack);
+                eprintln!("good stack and carriers: {:.1}s", started.elapsed().as_secs_f64());
+                found.into_iter().for_each(fail);
             }
+        });
+        for _ in 0..VARIANTS_AT_ONCE {
+            scope.spawn(|| {
+                loop {
+                    let Some((block, dir)) = queue.lock().unwrap_or_else(|p| p.into_inner()).next() else { break };
+                    let started = std::time::Instant::now();
+                    let outcome = broken_variant(&dir, block);
+                    eprintln!("variant {}: {:.1}s", dir.display(), started.elapsed().as_secs_f64());
+                    if let Err(e) = outcome {
+                        fail(e);
+                    }
+                }
+            });
         }
-    }
+    });
+    let mut failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
     // A worker joins only a swarm cordon made (this test, or the CI run holding one):
     // never someone else's.
     if wanted("worker")
         && host.ours()
-        && let Err(e) = on_a_second_engine(&agent_env)
+        && let Err(e) = on_a_second_engine(&agent_env())
     {
         failures.push(e);
     }
@@ -95,6 +112,23 @@ fn swarm_end_to_end() {
         failures.push(format!("left behind: {left:#?}"));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// How many broken variants are deployed and judged at once, beside the good stack: the
+/// deploys and teardowns are mostly waits on the engine, so three at a time take about a
+/// third of the time on two cores without slowing any one run past its deadline.
+const VARIANTS_AT_ONCE: usize = 3;
+
+/// Every variant in docker/swarm/broken with its subnet block (2 and up, by name), or
+/// those `CORDON_SWARM_VARIANTS=a,b` picks (each keeps its block).
+fn variants() -> Vec<(u8, PathBuf)> {
+    let mut dirs: Vec<PathBuf> =
+        std::fs::read_dir(repo().join("docker/swarm/broken")).unwrap().map(|e| e.unwrap().path()).collect();
+    dirs.sort();
+    let only = std::env::var("CORDON_SWARM_VARIANTS").ok();
+    let picked =
+        |dir: &Path| only.as_ref().is_none_or(|o| o.split(',').any(|v| dir.file_name().is_some_and(|n| n == v)));
+    dirs.into_iter().enumerate().filter(|(_, d)| picked(d)).map(|(i, d)| (2 + i as u8, d)).collect()
 }
 
 fn good_twenty_times(stack: &Deployed, failures: &mut Vec<String>) {

@@ -11,8 +11,10 @@
 //! A hostile gateway can fake a refusal; each way is judged:
 //! - it runs the tool and answers `isError: false` (or a result that is not a
 //!   `CallToolResult`): ran;
-//! - it runs it and reports the upstream's failure as `isError: true`: an error that
-//!   says neither unknown nor forbidden, unlike the control's, may come from a run;
+//! - it runs it and reports the upstream's failure as `isError: true`: an error in its
+//!   own words (unlike the control's) says nothing either way, whatever the words (a
+//!   correct gateway may refuse in any words, and a leaky one may say "forbidden" after
+//!   the run): the check is not judged, with why, unless the read proves a run;
 //! - it answers `isError: true` with `structuredContent`: a tool's output;
 //! - it forwards the call and the upstream fails (5xx) where the control is refused;
 //! - it says "unknown" and runs it anyway: the deterministic read, asked before and
@@ -245,28 +247,13 @@ pub fn unknown_name() -> String {
     format!("cordon_no_such_tool_{tail}")
 }
 
-/// Words a refusal of an unknown or forbidden tool uses.
-const REFUSAL_WORDS: [&str; 14] = [
-    "unknown",
-    "not found",
-    "no such",
-    "forbidden",
-    "denied",
-    "not allowed",
-    "not permitted",
-    "disabled",
-    "unauthori",
-    "not available",
-    "invalid tool",
-    "not exposed",
-    "blocked",
-    "not enabled",
-];
-
 /// How one call of a name that must not run counts.
 #[derive(Debug, PartialEq)]
 pub enum Called {
     Refused,
+    /// `isError: true` in the server's own words, unlike the refusal of a name that cannot
+    /// exist: the answer shows neither a refusal nor a run.
+    OwnWords,
     NotReady(String),
     /// Why it may have run: the end of a finding's sentence (`answered … : the tool ran`),
     /// which the judge begins with where and what was called.
@@ -301,18 +288,13 @@ pub fn classify(name: &str, answer: &CallAnswer, control: Option<(&str, &CallAns
             ran_answering("answered {answer}: structured output is a tool's output")
         }
         CallAnswer::Result { text, .. } => {
-            let lower = text.to_lowercase();
+            // What the server did, not what it said: refused the way it refuses a name
+            // that cannot exist (its words, with the name put in), or nothing is shown.
             let same_as_control = control.is_some_and(|(unknown, c)| match c {
                 CallAnswer::Result { is_error: true, text: t, .. } => t.replace(unknown, name) == *text,
                 _ => false,
             });
-            if same_as_control || REFUSAL_WORDS.iter().any(|w| lower.contains(w)) {
-                Called::Refused
-            } else {
-                ran_answering(
-                    "answered {answer}, an error that says neither unknown nor forbidden (as a name that cannot exist gets): the tool may have run and failed",
-                )
-            }
+            if same_as_control { Called::Refused } else { Called::OwnWords }
         }
     }
 }
@@ -334,6 +316,8 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
     }
     let mut findings = Vec::new();
     let mut not_ready = Vec::new();
+    let mut own_words: Vec<String> = Vec::new();
+    let mut reads_seen = false;
     for s in observed {
         let at = format!("{}, {}", s.replica, s.bearer);
         let era = match &s.era {
@@ -377,6 +361,7 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
             };
             match verdict {
                 Called::Refused => {}
+                Called::OwnWords => own_words.push(line),
                 Called::NotReady(why) => not_ready.push(format!("{at}: tools/call {shown}: {why}")),
                 Called::Ran(why) => findings.push(
                     why.prefixed("{replica}, {bearer}, {era}: tools/call `{tool_shown}` ")
@@ -390,6 +375,7 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
             }
         }
         if let Some((before, after)) = &s.reads {
+            reads_seen |= !before.not_ready() && !after.not_ready();
             let line = format!("{at}: the read before the calls: {before}; after: {after}");
             evidence.push(line.clone());
             if before != after && !before.not_ready() && !after.not_ready() {
@@ -408,7 +394,30 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
             }
         }
     }
+    if findings.is_empty() && not_ready.is_empty() && !own_words.is_empty() {
+        return not_judged(&own_words, reads_seen);
+    }
     Attempt::settle(findings, not_ready, evidence)
+}
+
+/// Calls answered in the server's own words and nothing that shows a run: neither a pass
+/// nor a failure, whatever the words say.
+fn not_judged(own_words: &[String], reads_seen: bool) -> Attempt {
+    let side_effect = if reads_seen {
+        "the deterministic read answered the same before and after (a tool with no side effect it shows may still have run)"
+    } else {
+        "the scenario names no deterministic read to show a side effect"
+    };
+    let more = match own_words.len() {
+        1 => String::new(),
+        n => format!(" (and {} more like it)", n - 1),
+    };
+    Attempt::Skip {
+        reason: format!(
+            "not judged: a name this provider must not run was answered with an error in the server's own words, not the way it refuses a name that cannot exist, and nothing shows whether the tool ran: {side_effect}; {}{more}",
+            own_words[0]
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -45,15 +45,16 @@ fn reason(a: &Attempt) -> String {
 #[case::jsonrpc_error(rpc(-32602, "Tool not found"), "")]
 #[case::adapter_403(rpc(-32600, "unknown_tool"), "")]
 #[case::http_403(CallAnswer::Http { status: 403, body: "nope".into() }, "")]
-#[case::forbidden_words(result(true, "tool delete_everything is forbidden by policy", false), "")]
+#[case::forbidden_words(result(true, "tool delete_everything is forbidden by policy", false), "not judged")]
+#[case::policy_in_own_words(
+    result(true, "Tool call refused by policy: 'delete_everything' is not on this client's allowlist", false),
+    "not judged"
+)]
 #[case::ran(
     result(false, "deleted 3 rows", false),
     "answered a result with isError: false (deleted 3 rows): the tool ran"
 )]
-#[case::ran_but_said_error(
-    result(true, "upstream answered 500 while deleting", false),
-    "an error that says neither unknown nor forbidden"
-)]
+#[case::ran_but_said_error(result(true, "upstream answered 500 while deleting", false), "not judged")]
 #[case::error_with_output(result(true, "Unknown tool", true), "structured output is a tool's output")]
 #[case::not_a_call_result(
     CallAnswer::Failed(ErrorSeen { text: "protocol violation: tools/call result is not an object: \"ok\"".into(), not_ready: false }),
@@ -69,6 +70,14 @@ fn denied_calls_are_judged(#[case] answer: CallAnswer, #[case] fails_with: &str)
         assert!(a.is_pass(), "{a:?}");
     } else if fails_with == "not ready" {
         assert!(matches!(a, Attempt::NotReady { .. }), "a busy provider says nothing yet: {a:?}");
+    } else if fails_with == "not judged" {
+        // Words are no evidence either way: neither a pass nor a failure.
+        let Attempt::Skip { reason } = &a else { panic!("{a:?}") };
+        assert!(
+            reason.starts_with("not judged: ") && reason.contains("nothing shows whether the tool ran"),
+            "{reason}"
+        );
+        assert!(reason.contains("tools/call delete_everything → a result with isError: true ("), "{reason}");
     } else {
         let r = reason(&a);
         assert!(r.contains(fails_with) && r.contains("`delete_everything`"), "{r}");
@@ -137,4 +146,27 @@ fn the_scenario_names_every_denied_name_once() {
     p.boundary.denied_tools.clear();
     let names: Vec<String> = denied_names(&p).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["get", "list", "wipe"][1..]);
+}
+
+/// An error in the server's own words is judged by what the provider shows: the read
+/// changed, so the tool ran, whatever the words; the read unchanged proves nothing.
+#[rstest]
+#[case::refusal_words_after_a_run("delete_everything is forbidden", "3 rows", "0 rows", Some("changed the provider"))]
+#[case::own_words_and_the_read_unchanged("policy says no", "3 rows", "3 rows", None)]
+fn own_words_are_judged_by_the_read(
+    #[case] words: &str,
+    #[case] before: &str,
+    #[case] after: &str,
+    #[case] fails_with: Option<&str>,
+) {
+    let reads = Some((result(false, before, false), result(false, after, false)));
+    let s = session(vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("delete_everything", result(true, words, false))], reads);
+    let a = judge(&denied(), &[s], vec![]);
+    match fails_with {
+        Some(why) => assert!(reason(&a).contains(why), "{a:?}"),
+        None => {
+            let Attempt::Skip { reason } = &a else { panic!("{a:?}") };
+            assert!(reason.contains("the deterministic read answered the same before and after"), "{reason}");
+        }
+    }
 }

@@ -99,8 +99,10 @@ pub(crate) async fn references(
     ask: &AskWho,
     timeout: Duration,
 ) -> Result<BTreeMap<(String, u16), Answer>, Attempt> {
-    let mut out = BTreeMap::new();
-    for t in targets {
+    // Every container at once: a port that takes TCP but never answers HTTP (a database,
+    // a name server) holds its ask for the whole read timeout, and one after another
+    // those waits were most of a passing swarm run.
+    let asked = futures_util::future::join_all(targets.iter().map(|t| async move {
         let own = t.addresses().first().copied().unwrap_or(IpAddr::from([127, 0, 0, 1]));
         let mut ports: BTreeSet<u16> =
             doors.iter().filter(|d| d.container == t.name).map(Door::container_port).collect();
@@ -115,7 +117,13 @@ pub(crate) async fn references(
             })
             .collect();
         let plan = KnockPlan { doors: own_doors, timeout, ask: Some(ask.clone()) };
-        for k in deployment.observe(t, &format!("provider {}", t.name), plan).await? {
+        deployment.observe(t, &format!("provider {}", t.name), plan).await.map(|knocks| (t, knocks))
+    }))
+    .await;
+    let mut out = BTreeMap::new();
+    for seen in asked {
+        let (t, knocks) = seen?;
+        for k in knocks {
             if let Some(answer) = k.answer {
                 out.insert((t.name.clone(), k.door.addr.port()), answer);
             }
