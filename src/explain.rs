@@ -50,7 +50,7 @@ pub fn describe(name: &CheckName) -> Option<(&'static str, &'static str)> {
             "the first admitted client that shares a network with the provider, else the provider's own container",
         ),
         (Family::Contract, Some("limits")) => (
-            "(limits) a request one byte over request_bytes is refused and the provider still serves; no tools/list page holds more than page_size tools; results stay within result_items and response_bytes; concurrent_requests + 1 parallel calls are each served or refused, none dropped; no exchange takes longer than timeout_seconds",
+            "(limits) each limit pushed past its bound holds: a request one byte over request_bytes is refused and the provider still serves; no tools/list page holds more than page_size tools; the large call (limit_probes.large) stays within result_items and response_bytes; the slow call (limit_probes.slow) is cut within timeout_seconds; concurrent_requests + 1 parallel calls are each served or refused, none dropped, and not all let in at once; a limit nothing could push past is not judged (skipped, naming it), never passed",
             "the first admitted client that shares a network with the provider, else the provider's own container",
         ),
         (Family::Credentials, _) => (

@@ -12,6 +12,11 @@
 //!     strict_arguments: true
 //!     limits: { request_bytes: 65536, response_bytes: 1048576, timeout_seconds: 30,
 //!               concurrent_requests: 4, page_size: 50, result_items: 100, stream_seconds: 60 }
+//!     # Calls that push a limit past its bound (cordon's extension): without them a limit
+//!     # a fast, small server never reaches cannot fail, and is not judged.
+//!     limit_probes:
+//!       slow: { tool: search, arguments: { query: everything } }   # longer than timeout_seconds
+//!       large: { tool: search, arguments: { limit: 100000 } }      # over result_items / response_bytes
 //!     retired: [native-token-old]
 //!     specification: ../path/tools.json    # relative to the scenario file
 //! clients:
@@ -64,6 +69,44 @@ pub struct ProviderLimits {
     pub stream_seconds: Option<u64>,
 }
 
+/// `providers.<id>.limit_probes` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LimitProbesFile {
+    slow: Option<Spanned<ProbeCallFile>>,
+    large: Option<Spanned<ProbeCallFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProbeCallFile {
+    tool: String,
+    #[serde(default = "empty_object")]
+    arguments: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+/// One call of an allowlisted tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeCall {
+    pub tool: String,
+    pub arguments: Value,
+}
+
+/// Calls the scenario names to push limits past their bounds: what a fast, small server
+/// never reaches cannot fail otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitProbes {
+    /// Takes longer than `timeout_seconds` uncut: proves the timeout, and (called
+    /// `concurrent_requests` + 1 times at once) the concurrency limit.
+    pub slow: Option<ProbeCall>,
+    /// Answers more than `result_items` items and `response_bytes` bytes uncut.
+    pub large: Option<ProbeCall>,
+}
+
 /// One tool of an upstream specification (the platform adapter's `tools.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SpecifiedTool {
@@ -87,6 +130,7 @@ pub struct Boundary {
     /// Undeclared and missing arguments are refused (the platform's adapters).
     pub strict_arguments: bool,
     pub limits: Option<ProviderLimits>,
+    pub limit_probes: LimitProbes,
     /// Credential ids retired by a rotation: dead everywhere, held by no client.
     pub retired: Vec<String>,
     pub specification: Option<Specification>,
@@ -98,6 +142,7 @@ pub(super) struct ProviderKeys<'a> {
     pub denied_tools: &'a [Spanned<String>],
     pub strict_arguments: Flag,
     pub limits: Option<&'a Spanned<LimitsFile>>,
+    pub limit_probes: Option<&'a Spanned<LimitProbesFile>>,
     pub retired: &'a [Spanned<String>],
     pub specification: Option<&'a Spanned<String>>,
 }
@@ -122,9 +167,17 @@ pub(super) fn resolve_provider(
     let denied = check.denied_tools(keys, p);
     let retired = check.retired(keys, p);
     let limits = check.limits(keys);
+    let limit_probes = check.limit_probes(keys, p);
     let specification = check.specification(keys, p);
     if errors.is_empty() {
-        Ok(Boundary { denied_tools: denied, strict_arguments: keys.strict_arguments.0, limits, retired, specification })
+        Ok(Boundary {
+            denied_tools: denied,
+            strict_arguments: keys.strict_arguments.0,
+            limits,
+            limit_probes,
+            retired,
+            specification,
+        })
     } else {
         Err(errors)
     }
@@ -203,6 +256,30 @@ impl Checked<'_> {
                 None
             }
         }
+    }
+
+    /// Given with `limits` only, each an allowlisted tool with a mapping of arguments.
+    fn limit_probes(&mut self, keys: &ProviderKeys<'_>, p: &ProviderContext<'_>) -> LimitProbes {
+        let Some(probes) = keys.limit_probes else { return LimitProbes::default() };
+        if keys.limits.is_none() {
+            let message = "names calls to push limits past their bounds, but the provider has no `limits`".to_string();
+            self.error(&probes.referenced, format!("{}.limit_probes", self.key), message);
+        }
+        let mut call = |which: &str, c: &Option<Spanned<ProbeCallFile>>| {
+            let c = c.as_ref()?;
+            let k = format!("{}.limit_probes.{which}", self.key);
+            if !p.allowlist.contains(&c.value.tool) {
+                let message = format!("tool `{}` is not in the allowlist ({})", c.value.tool, p.allowlist.join(", "));
+                self.error(&c.referenced, format!("{k}.tool"), message);
+                return None;
+            }
+            if !c.value.arguments.is_object() {
+                self.error(&c.referenced, format!("{k}.arguments"), "arguments must be a mapping".into());
+                return None;
+            }
+            Some(ProbeCall { tool: c.value.tool.clone(), arguments: c.value.arguments.clone() })
+        };
+        LimitProbes { slow: call("slow", &probes.value.slow), large: call("large", &probes.value.large) }
     }
 
     /// A specification that can be read and defines every allowlisted tool.

@@ -14,7 +14,7 @@ pub mod scenario;
 pub mod strict;
 pub mod suite;
 
-pub use boundary::{Boundary, ProviderLimits, Specification, SpecifiedTool};
+pub use boundary::{Boundary, LimitProbes, ProbeCall, ProviderLimits, Specification, SpecifiedTool};
 pub use check_pattern::CheckPattern;
 pub use error::{ConfigError, ConfigErrors};
 pub use flowise::Flowise;

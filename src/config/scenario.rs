@@ -66,6 +66,7 @@ struct ProviderFile {
     #[serde(default)]
     strict_arguments: Flag,
     limits: Option<Spanned<LimitsFile>>,
+    limit_probes: Option<Spanned<boundary::LimitProbesFile>>,
     #[serde(default)]
     retired: Vec<Spanned<String>>,
     specification: Option<Spanned<String>>,
@@ -345,6 +346,7 @@ impl Validator<'_> {
             denied_tools: &p.denied_tools,
             strict_arguments: p.strict_arguments,
             limits: p.limits.as_ref(),
+            limit_probes: p.limit_probes.as_ref(),
             retired: &p.retired,
             specification: p.specification.as_ref(),
         };

@@ -221,6 +221,18 @@ impl Writer {
             let parts: Vec<String> = limits.iter().map(|(k, v)| format!("{k}: {v}")).collect();
             self.map(2, "limits", parts);
         }
+        let probes = [("slow", &b.limit_probes.slow), ("large", &b.limit_probes.large)];
+        if probes.iter().any(|(_, c)| c.is_some()) {
+            self.line(2, "limit_probes:");
+            for (which, call) in probes {
+                let Some(c) = call else { continue };
+                let mut parts = vec![format!("tool: {}", scalar(&c.tool, false))];
+                if c.arguments.as_object().is_some_and(|o| !o.is_empty()) {
+                    parts.push(format!("arguments: {}", flow_json(&c.arguments)));
+                }
+                self.line(3, &format!("{which}: {{ {} }}", parts.join(", ")));
+            }
+        }
         if !b.retired.is_empty() {
             self.list(2, "retired", &b.retired);
         }

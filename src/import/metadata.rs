@@ -131,6 +131,24 @@ pub struct ToolsDecl {
     pub mutating_tools_enabled: Option<Spanned<Flag>>,
     pub mutating: Option<Vec<String>>,
     pub read_probe: Option<Spanned<ReadProbe>>,
+    /// Calls that push the limits past their bounds (cordon's extension, beside
+    /// `read_probe`): `slow` (longer than `timeout_seconds`) and `large` (over
+    /// `result_items` and `response_bytes`).
+    pub limit_probes: Option<Spanned<LimitProbesDecl>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitProbesDecl {
+    pub slow: Option<Spanned<ProbeCallDecl>>,
+    pub large: Option<Spanned<ProbeCallDecl>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeCallDecl {
+    pub tool: Spanned<String>,
+    pub arguments: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]

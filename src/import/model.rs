@@ -71,6 +71,7 @@ pub struct BoundaryKeys {
     /// The platform's adapter refuses undeclared and missing arguments.
     pub strict_arguments: bool,
     pub limits: ProviderLimits,
+    pub limit_probes: crate::config::LimitProbes,
     /// Credentials retired by a rotation: the platform's metadata has no rotation
     /// history, so an import never fills this.
     pub retired: Vec<String>,

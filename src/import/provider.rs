@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::adapter::{self, Specification};
 use super::context::Context;
 use super::endpoint::{self, internal_ports};
-use super::metadata::{CredentialDecl, LimitsDecl, McpFile, UpstreamServes};
+use super::metadata::{CredentialDecl, LimitsDecl, McpFile, ProbeCallDecl, UpstreamServes};
 use super::model::{BoundaryKeys, Code, CredentialRef, ImportedApp, ImportedProvider, ImportedRead, Subject};
 use super::roles::Role;
 use super::vocabulary::{self as words};
@@ -99,6 +99,7 @@ pub fn resolve(
         denied_tools: contract.denied,
         strict_arguments: implementation == "adapter",
         limits: limits(m.limits.as_ref().map(|l| &l.value)),
+        limit_probes: contract.limit_probes,
         retired: Vec::new(),
         specification: spec.map(|s| relative_to(&s.path, scenario_dir)),
     };
@@ -194,6 +195,7 @@ struct Contract {
     mutating: Vec<String>,
     mutating_enabled: bool,
     read: Option<ImportedRead>,
+    limit_probes: crate::config::LimitProbes,
     denied: Vec<String>,
 }
 
@@ -273,6 +275,26 @@ fn contract(ctx: &mut Context, file: &Path, m: &McpFile, spec: Option<&Specifica
             expect: p.expect.clone().unwrap_or_else(|| Expectation::TextContains(String::new())),
         })
     });
+    let mut probe = |which: &str, call: Option<&serde_saphyr::Spanned<ProbeCallDecl>>| {
+        let c = &call?.value;
+        let key = format!("tools.limit_probes.{which}");
+        if !names.contains(&c.tool.value) {
+            let message = format!("tool `{}` is not in the allowlist ({})", c.tool.value, names.join(", "));
+            ctx.error(file, Some(&c.tool.referenced), &format!("{key}.tool"), message);
+            return None;
+        }
+        let arguments = c.arguments.clone().unwrap_or_else(|| serde_json::json!({}));
+        if !arguments.is_object() {
+            ctx.error(file, Some(&c.tool.referenced), &format!("{key}.arguments"), "arguments must be a mapping");
+            return None;
+        }
+        Some(crate::config::ProbeCall { tool: c.tool.value.clone(), arguments })
+    };
+    let probes = t.limit_probes.as_ref().map(|p| &p.value);
+    let limit_probes = crate::config::LimitProbes {
+        slow: probe("slow", probes.and_then(|p| p.slow.as_ref())),
+        large: probe("large", probes.and_then(|p| p.large.as_ref())),
+    };
     if ctx.errors.len() > before {
         return None;
     }
@@ -290,6 +312,7 @@ fn contract(ctx: &mut Context, file: &Path, m: &McpFile, spec: Option<&Specifica
         mutating: mutating.into_iter().collect(),
         mutating_enabled,
         read,
+        limit_probes,
         denied: denied.into_iter().collect(),
     })
 }
