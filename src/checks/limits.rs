@@ -161,18 +161,20 @@ impl LimitsPlan {
         }
         if let Some(limit) = self.limits.request_bytes {
             let over = limit as usize + 1;
-            let started = Instant::now();
-            let answer = match padded.connect().await {
+            // Timed from the request on: the session's own handshake is no part of it.
+            let (answer, took) = match padded.connect().await {
                 Ok(s) => {
+                    let started = Instant::now();
                     let a = CallAnswer::of_request(
                         padded.request_padded(&s, "tools/list", serde_json::json!({}), over).await,
                     );
+                    let took = millis(started);
                     padded.close(s).await;
-                    a
+                    (a, took)
                 }
-                Err(e) => CallAnswer::Failed((&e).into()),
+                Err(e) => (CallAnswer::Failed((&e).into()), 0),
             };
-            let oversized = Timed { answer, millis: millis(started), bytes: None };
+            let oversized = Timed { answer, millis: took, bytes: None };
             seen.oversize = Some((over, oversized, self.next_served(&main, &session).await));
         }
         if let Some(n) = self.limits.concurrent_requests {
