@@ -146,11 +146,11 @@ impl LimitsPlan {
         seen.era = Ok(era_words(&session.era));
         seen.pages = Some(main.list_pages(&session).await.map_err(|e| (&e).into()));
         seen.read = match &self.read {
-            Some(_) => Some(self.timed_read(&main, &session).await),
+            Some(_) => Some(self.unless_busy(|| self.timed_read(&main, &session)).await),
             None => None,
         };
         if let Some(call) = &self.probes.large {
-            seen.large = Some(self.timed_call(&main, &session, call).await);
+            seen.large = Some(self.unless_busy(|| self.timed_call(&main, &session, call)).await);
         }
         // With concurrent_requests the burst is of the slow call, and its quickest call
         // judges the timeout: no call of its own.
@@ -177,7 +177,14 @@ impl LimitsPlan {
             let oversized = Timed { answer, millis: took, bytes: None };
             seen.oversize = Some((over, oversized, self.next_served(&main, &session).await));
         }
-        if let Some(n) = self.limits.concurrent_requests {
+        // The burst holds every slot of the provider for as long as its calls take (the
+        // slow call: up to timeout_seconds), and other checks calling it meanwhile are
+        // turned away and retry. An attempt that is already not ready (the provider busy
+        // with those checks) skips it, so a retried limits check and the checks it turns
+        // away do not keep each other busy until the deadline.
+        let busy = |t: &Option<Timed>| t.as_ref().is_some_and(|t| t.answer.busy());
+        let already_busy = busy(&seen.read) || busy(&seen.large) || busy(&seen.slow);
+        if let Some(n) = self.limits.concurrent_requests.filter(|_| !already_busy) {
             let calls = (0..=n).map(|_| self.burst_call(&main, &session));
             let burst = join_all(calls).await;
             seen.burst_of_slow = self.probes.slow.is_some();
@@ -210,6 +217,20 @@ impl LimitsPlan {
             }
             Err(e) => Timed { answer: CallAnswer::of(Err(e)), millis: millis(started), bytes: None },
         }
+    }
+
+    /// `call`, asked again while the provider says it is busy (other checks may hold its
+    /// concurrency slots).
+    async fn unless_busy<F: std::future::Future<Output = Timed>>(&self, call: impl Fn() -> F) -> Timed {
+        let mut answer = call().await;
+        for _ in 0..BUSY_RETRIES {
+            if !answer.answer.busy() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            answer = call().await;
+        }
+        answer
     }
 
     /// The next valid request, asked again while the provider says it is busy (other
