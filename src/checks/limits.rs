@@ -58,6 +58,10 @@ const GRACE: Duration = Duration::from_secs(1);
 /// as not cut at all.
 const SLOW_WAIT_BEYOND: Duration = Duration::from_secs(5);
 
+/// A call that took at least half this long (ms) ran (or waited to run): one turned
+/// away at once takes far less.
+const SLOW_AT_LEAST: u64 = 1000;
+
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     super::vantage::for_enabled_providers(scenario, "limits", |id| LimitsCheck { provider: id.to_string() })
 }
@@ -470,6 +474,19 @@ fn judge_let_in(
     turned_away: impl Fn(&CallAnswer) -> bool,
 ) {
     let longest = burst.iter().map(|t| t.millis).max().unwrap_or(0);
+    // Every call turned away (all busy with other checks, or refused outright): none ran,
+    // so nothing shows how many may run at once.
+    if burst.iter().all(|t| turned_away(&t.answer)) && !burst.iter().any(|t| t.millis * 2 >= SLOW_AT_LEAST) {
+        if burst.iter().all(|t| t.answer.busy()) {
+            v.not_ready.push(format!("{r}: every parallel call was turned away busy"));
+        } else {
+            v.not_pushed(
+                "concurrent_requests",
+                format!("every one of the {} parallel calls was turned away at once", burst.len()),
+            );
+        }
+        return;
+    }
     let at_once = |t: &&Timed| turned_away(&t.answer) && t.millis * 2 < longest;
     if burst.iter().any(|t| at_once(&t)) {
         v.held("concurrent_requests");

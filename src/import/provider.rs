@@ -95,6 +95,12 @@ pub fn resolve(
         provider.sidecar_networks = Some(networks);
         provider.app = app_behind(role, &endpoint.service);
     }
+    let has_probes = contract.limit_probes.slow.is_some() || contract.limit_probes.large.is_some();
+    if has_probes && m.limits.is_none() {
+        let message = "names calls to push limits past their bounds, but the role gives no `limits`";
+        ctx.error(file, None, "tools.limit_probes", message);
+        return None;
+    }
     provider.boundary = BoundaryKeys {
         denied_tools: contract.denied,
         strict_arguments: implementation == "adapter",

@@ -279,3 +279,19 @@ fn the_burst_of_the_slow_call_judges_the_timeout() {
     let a = judge(&limits(), &probes(), &[s], vec![]);
     assert!(a.is_pass(), "queued, then cut at the limit: {a:?}");
 }
+
+/// A burst refused outright (or all busy) ran nothing: no verdict on the limit from it,
+/// never "all let in at once".
+#[test]
+fn a_burst_turned_away_whole_shows_nothing() {
+    let refused = || timed(CallAnswer::RpcError { code: -32600, message: "no".into() }, 4);
+    let mut s = good();
+    s.burst.as_mut().unwrap().0 = vec![refused(), refused(), refused()];
+    let Attempt::Skip { reason } = judge(&limits(), &probes(), &[s.clone()], vec![]) else { panic!() };
+    assert!(
+        reason.contains("concurrent_requests (every one of the 3 parallel calls was turned away at once)"),
+        "{reason}"
+    );
+    s.burst.as_mut().unwrap().0 = vec![busy(), busy(), busy()];
+    assert!(matches!(judge(&limits(), &probes(), &[s], vec![]), Attempt::NotReady { .. }));
+}
