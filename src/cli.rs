@@ -324,6 +324,7 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         },
         read,
         disabled: false,
+        served_by_app: false,
         app_ports: vec![],
         service: "probe".into(),
         sidecar_networks: None,

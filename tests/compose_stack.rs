@@ -36,6 +36,10 @@ struct Expect {
     /// Compose services (fixture MCP servers) that must have accepted no request at all.
     #[serde(default)]
     accepts_nothing: Vec<String>,
+    /// Services restarted just before cordon runs, so their start-up (a listen delay) is
+    /// under way when it does however long the stack took to come up.
+    #[serde(default)]
+    restart: Vec<String>,
     /// Containers the test starts by hand into the project before cordon runs.
     #[serde(default)]
     replicas: Vec<support::stack::ExtraReplica>,
@@ -196,6 +200,9 @@ fn broken_variant(dir: &Path, expect: &Expect) {
     let scenario = if scenario.exists() { scenario } else { reference_scenario() };
     let mut first: Option<Vec<(String, String)>> = None;
     for run in 1..=expect.runs {
+        for service in &expect.restart {
+            stack.restart(service);
+        }
         let results = tempfile::tempdir().unwrap();
         let (code, stdout, stderr, report) = stack.cordon(&scenario, results.path(), &[]);
         let got = judge_variant(name, &stack, expect, run == 1, (code, &stdout, &stderr, &report));

@@ -14,6 +14,9 @@ use cordon::import::model::Subject;
 use cordon::import::{Import, Request, import};
 use cordon::secret::Redactor;
 
+#[path = "import/contract.rs"]
+mod contract;
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -234,24 +237,54 @@ fn every_role_of_the_platform_is_imported_or_listed_with_its_code() {
         .map(|r| (r.role.as_str(), r.code.as_str()))
         .collect();
     let expected = BTreeMap::from([
-        ("svc-ai-mcp-adapter", "no_surface"),
-        ("sys-svc-mcp-reconcile", "no_surface"),
+        ("svc-ai-mcp-adapter", "no_metadata"),
+        ("sys-svc-mcp-reconcile", "no_metadata"),
         ("web-app-baserow", "auth_unsupported"),
         ("web-app-homeassistant", "not_enabled"),
         ("web-app-jenkins", "auth_unsupported"),
         ("web-app-n8n", "not_enabled"),
         ("web-app-nextcloud", "auth_unsupported"),
-        ("web-app-openwebui", "not_enabled"),
         ("web-app-prometheus", "not_enabled"),
-        ("web-app-wordpress", "not_enabled"),
     ]);
     assert_eq!(codes, expected);
     let live: Vec<&str> = i.providers.values().filter(|p| !p.disabled).map(|p| p.id.as_str()).collect();
     assert_eq!(live, ["web-app-gitea", "web-app-gitlab", "web-app-mattermost", "web-app-moodle"]);
     let dark = i.providers.values().filter(|p| p.disabled).count();
-    assert_eq!(dark, 9, "the switched-off adapters are checked dark");
+    assert_eq!(
+        dark, 11,
+        "the switched-off adapters are checked dark, and n8n's and WordPress's surfaces at their path"
+    );
+    for app in ["web-app-n8n", "web-app-wordpress"] {
+        assert!(i.providers[app].served_by_app, "{app} keeps running: only its MCP path goes dark");
+    }
+    // Open WebUI's role has no `enabled`: a client the platform carries whenever it is
+    // deployed, so it is wired.
     let clients: Vec<&String> = i.clients.keys().collect();
-    assert_eq!(clients, ["web-app-flowise", "web-app-hermes", "web-app-openclaw"]);
+    assert_eq!(clients, ["web-app-flowise", "web-app-hermes", "web-app-openclaw", "web-app-openwebui"]);
+    // The real metadata breaks its own requirement in these places (each one reported
+    // with its code, so `cordon import` of this tree exits 1 and writes nothing).
+    let lint: BTreeSet<(String, String, &str)> = i
+        .lint
+        .iter()
+        .map(|e| {
+            let role =
+                e.file.strip_prefix(corpus_roles()).unwrap().iter().next().unwrap().to_string_lossy().into_owned();
+            (role, e.key.clone(), e.code.unwrap())
+        })
+        .collect();
+    let unpinned =
+        ["gitea", "gitlab", "homeassistant", "jenkins", "mattermost", "moodle", "nextcloud", "openwebui", "prometheus"]
+            .map(|r| (format!("web-app-{r}"), "supported_version".to_string(), "source_unpinned"));
+    let unpinned_adapters = ["gitlab", "mattermost"].into_iter().flat_map(|r| {
+        ["adapter.image", "adapter.version", "adapter.digest", "adapter.upstream_api_version"]
+            .map(|k| (format!("web-app-{r}"), k.to_string(), "missing_field"))
+    });
+    let expected: BTreeSet<(String, String, &str)> = unpinned
+        .into_iter()
+        .chain(unpinned_adapters)
+        .chain([("web-app-nextcloud".to_string(), "tools.allowlist".to_string(), "missing_field")])
+        .collect();
+    assert_eq!(lint, expected);
 }
 
 #[test]

@@ -302,6 +302,7 @@ mod tests {
             },
             read: None,
             disabled: false,
+            served_by_app: false,
             app_ports: vec![],
             service: "p".into(),
             sidecar_networks: None,

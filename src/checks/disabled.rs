@@ -172,7 +172,8 @@ impl Probe for DisabledCheck {
                     Err(attempt) => return attempt,
                 }
             }
-            let attempt = judge(provider.url.as_str(), &seen, evidence, owners.as_ref());
+            let dark = if provider.served_by_app { Dark::PathOnly } else { Dark::Endpoint };
+            let attempt = judge_surface(provider.url.as_str(), &seen, evidence, owners.as_ref(), dark);
             let attempt = settled_or_not_ready(attempt, &seen, &lookers);
             silence_of_a_full_queue(attempt, &seen, &deployment, &tasks, port).await
         })
@@ -522,16 +523,90 @@ fn dark_unless_full(
 
 /// Pure: no client routes the name, nothing accepts or answers, and no listener on the
 /// provider's networks honours its credential.
-pub fn judge(url: &str, looks: &[Look], mut evidence: Vec<String>, owners: Option<&Owners>) -> Attempt {
+#[cfg(test)]
+fn judge(url: &str, looks: &[Look], evidence: Vec<String>, owners: Option<&Owners>) -> Attempt {
+    judge_surface(url, looks, evidence, owners, Dark::Endpoint)
+}
+
+/// What goes dark with a switched-off surface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dark {
+    /// Its own endpoint (an adapter, a sidecar, a service of its own): no name, no TCP,
+    /// no HTTP answer.
+    Endpoint,
+    /// Only its MCP path: the address is the app's, which keeps running (a native
+    /// surface switched off in the app). The name resolving and TCP opening say nothing;
+    /// a GET or POST at the path that shows the surface (a refused credential, an MCP
+    /// answer) is the finding.
+    PathOnly,
+}
+
+pub fn judge_surface(
+    url: &str,
+    looks: &[Look],
+    mut evidence: Vec<String>,
+    owners: Option<&Owners>,
+    dark: Dark,
+) -> Attempt {
     let mut findings = Vec::new();
     for l in looks {
-        judge_name(l, &mut findings, &mut evidence);
-        let elsewhere = judge_knocks(l, owners, &mut findings, &mut evidence);
-        judge_answers(l, &elsewhere, &mut findings, &mut evidence);
+        match dark {
+            Dark::Endpoint => {
+                judge_name(l, &mut findings, &mut evidence);
+                let elsewhere = judge_knocks(l, owners, &mut findings, &mut evidence);
+                judge_answers(l, &elsewhere, &mut findings, &mut evidence);
+            }
+            Dark::PathOnly => {
+                let mut app = Vec::new();
+                judge_name(l, &mut app, &mut evidence);
+                judge_knocks(l, owners, &mut app, &mut evidence);
+                if !app.is_empty() {
+                    evidence
+                        .push(format!("{}: the name resolves and TCP opens: the app keeps serving there", l.position));
+                }
+                judge_path(l, &mut findings, &mut evidence);
+            }
+        }
         judge_credential(l, &mut findings, &mut evidence);
     }
     evidence.insert(0, format!("endpoint: {url}"));
     Attempt::from_findings(findings, evidence)
+}
+
+/// Whether an answer at a switched-off surface's path shows the surface: a refusal of
+/// the credential (something guards the path), or an MCP answer (JSON-RPC or an event
+/// stream). What an app says of a path it does not serve (404, 405, its HTML page) does
+/// not.
+fn shows_the_surface(e: &Exchange) -> bool {
+    let mcp_body = matches!(e.media_type().as_deref(), Some("application/json" | "text/event-stream"));
+    matches!(e.status, 401 | 403 | 406)
+        || (e.www_authenticate.is_some())
+        || ((200..300).contains(&e.status) && mcp_body)
+}
+
+fn judge_path(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<String>) {
+    let from = &l.position;
+    for (addr, t) in &l.answers {
+        match &t.outcome {
+            Ok(e) if shows_the_surface(e) => {
+                evidence.push(format!("{from}: {}", e.summary()));
+                findings.push(
+                    Finding::new(
+                        FindingKind::StillListening,
+                        "still listening: from {from} {entry} at {url} ({addr}) answered {status}",
+                    )
+                    .fact("from", from)
+                    .fact("entry", t.ask.entry)
+                    .fact("url", &e.url)
+                    .fact("status", e.status)
+                    .fact("addr", addr)
+                    .proven_by(e.proof(&format!("{from}: "))),
+                );
+            }
+            Ok(e) => evidence.push(format!("{from}: {} (dark: no MCP surface answers at the path)", e.summary())),
+            Err(e) => evidence.push(format!("{from}: {}: no HTTP answer ({})", t.ask, e.text)),
+        }
+    }
 }
 
 /// The name resolves to nothing outside the wildcard set.
@@ -729,6 +804,39 @@ mod tests {
             Attempt::Fail { findings, .. } => findings.into_iter().map(|f| f.kind).collect(),
             _ => vec![],
         }
+    }
+
+    /// A native surface switched off in an app that keeps running: the app's name and
+    /// port answer, only what shows the MCP surface at the path fails.
+    #[rstest::rstest]
+    #[case::not_found(404, None, true)]
+    #[case::method_not_allowed(405, None, true)]
+    #[case::the_apps_own_page(200, Some("text/html; charset=utf-8"), true)]
+    #[case::a_redirect_to_its_login(302, Some("text/html"), true)]
+    #[case::a_refused_credential(401, Some("application/json"), false)]
+    #[case::forbidden(403, None, false)]
+    #[case::an_mcp_answer(200, Some("application/json"), false)]
+    #[case::an_event_stream(200, Some("text/event-stream"), false)]
+    fn a_path_of_a_running_app_is_dark_unless_the_surface_answers(
+        #[case] status: u16,
+        #[case] content_type: Option<&str>,
+        #[case] dark_path: bool,
+    ) {
+        let mut l = dark("client a");
+        l.name.as_mut().unwrap().answer.addrs = vec!["10.0.1.9".parse().unwrap()];
+        l.knocks = vec![("10.0.1.9:8000".parse().unwrap(), Ok(()))];
+        let ask = Ask::new(EntryPoint::ToolsList);
+        let mut e = exchange(ask.clone(), status, false);
+        e.content_type = content_type.map(str::to_string);
+        l.answers = vec![("10.0.1.9:8000".parse().unwrap(), Try { ask, outcome: Ok(e) })];
+        let attempt = judge_surface("u", std::slice::from_ref(&l), vec![], None, Dark::PathOnly);
+        assert_eq!(attempt.is_pass(), dark_path, "{attempt:?}");
+        if !dark_path {
+            assert_eq!(kinds(attempt), vec![FindingKind::StillListening]);
+        }
+        // Its own endpoint: the same look fails for the name and the open port alone.
+        let own = kinds(judge("u", &[l], vec![], None));
+        assert!(own.starts_with(&[FindingKind::StillRouted, FindingKind::StillAccepting]), "{own:?}");
     }
 
     #[test]

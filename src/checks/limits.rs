@@ -131,8 +131,12 @@ impl LimitsPlan {
             large: None,
             slow: None,
         };
-        // One client per role: the padded request's size depends on its id.
-        let client = || McpClient::new(endpoint.clone(), Some(self.secret.clone()), self.client_limits.clone());
+        // One client per role: the padded request's size depends on its id. Impatient:
+        // a busy answer is what the burst judges, and the rest ask again on their own.
+        let client = || {
+            McpClient::new(endpoint.clone(), Some(self.secret.clone()), self.client_limits.clone())
+                .map(McpClient::impatient)
+        };
         let (main, padded) = match (client(), client()) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => {

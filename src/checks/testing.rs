@@ -17,6 +17,7 @@ pub(crate) fn provider_for_tests(id: &str, allowlist: &[&str]) -> Provider {
         },
         read: None,
         disabled: false,
+        served_by_app: false,
         app_ports: vec![],
         service: id.into(),
         sidecar_networks: None,

@@ -15,6 +15,9 @@ pub struct ConfigError {
     /// Dotted path of the offending key, e.g. `providers.alpha.credential`.
     pub key: String,
     pub message: String,
+    /// A stable code for the rule broken, where the rule has one (the importer's
+    /// metadata contract: `missing_field`, `empty_allowlist`, ...).
+    pub code: Option<&'static str>,
 }
 
 impl ConfigError {
@@ -27,12 +30,20 @@ impl ConfigError {
             column: location.column(),
             key: sanitize(&key.into()),
             message: sanitize(&message.into()),
+            code: None,
         }
     }
 
     /// For errors with no place in the file (the file is missing or unreadable).
     pub fn whole_file(file: &Path, message: impl Into<String>) -> Self {
-        Self { file: file.to_path_buf(), line: 0, column: 0, key: String::new(), message: sanitize(&message.into()) }
+        Self {
+            file: file.to_path_buf(),
+            line: 0,
+            column: 0,
+            key: String::new(),
+            message: sanitize(&message.into()),
+            code: None,
+        }
     }
 }
 
@@ -44,6 +55,9 @@ impl fmt::Display for ConfigError {
         }
         if !self.key.is_empty() {
             write!(f, ": {}", self.key)?;
+        }
+        if let Some(code) = self.code {
+            write!(f, ": {code}")?;
         }
         write!(f, ": {}", self.message)
     }
@@ -115,7 +129,7 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(file: &Path, text: &str) -> Re
         };
         // A budget breach may sit anywhere in a hostile file: no second walk over it.
         let key = if is_budget || line == 0 { None } else { super::keys::key_at(text, line, column) };
-        ConfigError { file: file.to_path_buf(), line, column, key: key.unwrap_or_default(), message }
+        ConfigError { file: file.to_path_buf(), line, column, key: key.unwrap_or_default(), message, code: None }
     })
 }
 

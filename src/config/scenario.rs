@@ -51,6 +51,10 @@ struct ProviderFile {
     read: Option<Spanned<ReadFile>>,
     #[serde(default)]
     disabled: Flag,
+    /// A disabled surface whose address is the app's own, which keeps running: only its
+    /// MCP path must go dark (the name resolves and TCP opens).
+    #[serde(default)]
+    served_by_app: Flag,
     #[serde(default)]
     app_ports: Vec<Port>,
     service: Option<String>,
@@ -182,6 +186,8 @@ pub struct Provider {
     pub tools: ToolsContract,
     pub read: Option<ReadSpec>,
     pub disabled: bool,
+    /// Disabled, with the endpoint's address the running app's: only the path goes dark.
+    pub served_by_app: bool,
     pub app_ports: Vec<u16>,
     pub service: String,
     /// Set when the endpoint is an adapter sidecar: the networks it may be attached to.
@@ -378,6 +384,7 @@ impl Validator<'_> {
                 expect: r.value.expect.clone(),
             }),
             disabled: p.disabled.0,
+            served_by_app: p.served_by_app.0,
             app_ports: p.app_ports.iter().map(|p| p.0).collect(),
             service: p.service.clone().unwrap_or_else(|| id.clone()),
             sidecar_networks: p.sidecar.as_ref().map(|s| s.value.networks.clone()),
@@ -411,6 +418,13 @@ impl Validator<'_> {
             }
         }
         self.check_tools(key, p);
+        if p.served_by_app.0 && !p.disabled.0 {
+            self.error(
+                at,
+                format!("{key}.served_by_app"),
+                "`served_by_app: true` says which part of a disabled surface goes dark; this provider is not `disabled: true`".to_string(),
+            );
+        }
         if let Some(hash) = &p.tools.value.schema_sha256
             && (hash.value.len() != 64 || !hash.value.bytes().all(|b| b.is_ascii_hexdigit()))
         {

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::context::Context;
 use super::metadata::McpFile;
-use super::validate::sha256_hex;
+use super::validate::{pin_matches, sha256_hex};
 use super::vocabulary::{self as words, one_of};
 
 /// The specification an adapter serves from.
@@ -28,7 +28,8 @@ pub fn specification(
     ctx: &mut Context,
     file: &Path,
     m: &McpFile,
-    platform_root: &Path,
+    role_dir: &Path,
+    role: &str,
 ) -> Result<Option<Specification>, ()> {
     let errors_before = ctx.errors.len();
     let Some(adapter) = &m.adapter else {
@@ -55,7 +56,9 @@ pub fn specification(
         }
     }
     let (Some(rel), Some(pin)) = (&a.specification_path, &a.specification_sha256) else { return Err(()) };
-    let path = platform_root.join(&rel.value);
+    // Outside the role's own files: a finding of its own (lint), nothing to read here.
+    let Ok(within) = super::lint::own_specification(role, &rel.value) else { return Err(()) };
+    let path = role_dir.join(within);
     let bytes = match crate::fsutil::read_regular(&path, MAX_SPECIFICATION_BYTES) {
         Ok(bytes) => bytes,
         Err(e) => {
@@ -67,7 +70,7 @@ pub fn specification(
     };
     if let Ok(pinned) = sha256_hex(&pin.value) {
         let actual = hex::encode(Sha256::digest(&bytes));
-        if actual != pinned {
+        if !pin_matches(&pinned, &actual) {
             let message = format!(
                 "`{}` has sha256 {actual}, not the pinned {pinned}: the specification changed without its pin (or the pin is wrong)",
                 path.display()
@@ -101,7 +104,7 @@ pub fn specification(
         && let Ok(pinned) = sha256_hex(&schema.value)
     {
         let actual = hex::encode(Sha256::digest(crate::mcp::canonical_json(&spec).as_bytes()));
-        if actual != pinned {
+        if !pin_matches(&pinned, &actual) {
             let message = format!(
                 "the platform's contract hash of `{}` (sorted keys, `,`/`:` separators) is {actual}, not the pinned {pinned}",
                 path.display()
@@ -109,8 +112,33 @@ pub fn specification(
             ctx.error(file, Some(&schema.referenced), "tools.schema_sha256", message);
         }
     }
+    let mutations_on =
+        m.tools.as_ref().and_then(|t| t.value.mutating_tools_enabled.as_ref()).is_some_and(|f| f.value.0);
     if let Some(allowlist) = m.tools.as_ref().and_then(|t| t.value.allowlist.as_ref()) {
         for (i, tool) in allowlist.value.iter().enumerate() {
+            let method = spec.get(&tool.value).and_then(|d| d.get("method")).and_then(serde_json::Value::as_str);
+            if let Some(method) =
+                method.filter(|m| !mutations_on && !matches!(m.to_ascii_uppercase().as_str(), "GET" | "HEAD"))
+            {
+                let message = format!(
+                    "tool `{}` is the operation {} {} of `{}`, allowlisted while mutations are off (`mutating_tools_enabled` is not true): a read-only surface allows GET and HEAD only",
+                    tool.value,
+                    crate::text::sanitize(method),
+                    spec[&tool.value]
+                        .get("path")
+                        .and_then(serde_json::Value::as_str)
+                        .map(crate::text::sanitize)
+                        .unwrap_or_default(),
+                    path.display()
+                );
+                ctx.lint(
+                    super::lint::MUTATING_OPERATION,
+                    file,
+                    Some(&tool.referenced),
+                    &format!("tools.allowlist[{i}]"),
+                    message,
+                );
+            }
             if !tools.contains(&tool.value) {
                 let message = format!(
                     "tool `{}` is not in the adapter's specification `{}` (it has: {})",

@@ -65,6 +65,7 @@ pub fn run(platform: Platform) -> Ending {
         deployed,
         project: args.project.clone(),
         openwebui_admin: args.openwebui_admin.clone(),
+        deployed_are_roles: args.inventory.is_none(),
         scenario_dir: target
             .and_then(|t| t.parent())
             .filter(|p| !p.as_os_str().is_empty())
@@ -131,6 +132,17 @@ pub fn generate(request: &Request, pins: &BTreeMap<String, String>) -> Result<(I
                 )));
             }
         }
+    }
+    if !import.lint.is_empty() {
+        summarize(&import, &request.roles_dir);
+        eprintln!(
+            "error: the role metadata breaks the platform's metadata contract ({} finding(s), each with its code; nothing was written):",
+            import.lint.len()
+        );
+        for e in &import.lint {
+            eprintln!("  {e}");
+        }
+        return Err(Ending::ChecksFailed);
     }
     let text = emit::scenario(&import);
     Ok((import, text))

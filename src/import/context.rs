@@ -16,12 +16,14 @@ pub struct Context<'a> {
     pub roles: &'a Roles,
     pub deployed: &'a BTreeSet<String>,
     pub errors: Vec<ConfigError>,
+    /// Rules of the platform's metadata contract the tree breaks ([`super::lint`]).
+    pub lint: Vec<ConfigError>,
     pub rejections: Vec<Rejection>,
 }
 
 impl<'a> Context<'a> {
     pub fn new(roles: &'a Roles, deployed: &'a BTreeSet<String>) -> Self {
-        Context { roles, deployed, errors: Vec::new(), rejections: Vec::new() }
+        Context { roles, deployed, errors: Vec::new(), lint: Vec::new(), rejections: Vec::new() }
     }
 
     pub fn reject(&mut self, role: &str, subject: Subject, code: Code, detail: impl Into<String>) {
@@ -33,6 +35,23 @@ impl<'a> Context<'a> {
             Some(at) => ConfigError::at(file, at, key, message),
             None => ConfigError { key: key.to_string(), ..ConfigError::whole_file(file, message) },
         });
+    }
+
+    /// A broken rule of the metadata contract, with its stable code.
+    pub fn lint(
+        &mut self,
+        code: &'static str,
+        file: &Path,
+        at: Option<&Location>,
+        key: &str,
+        message: impl Into<String>,
+    ) {
+        let mut e = match at {
+            Some(at) => ConfigError::at(file, at, key, message),
+            None => ConfigError { key: key.to_string(), ..ConfigError::whole_file(file, message) },
+        };
+        e.code = Some(code);
+        self.lint.push(e);
     }
 
     /// The value of a condition at `key` of `file`; `None` (and an error naming the file,
@@ -78,7 +97,7 @@ pub fn standing(ctx: &mut Context, role: &Role) -> Standing {
             ctx.reject(
                 &role.id,
                 Subject::Role,
-                Code::NoSurface,
+                Code::NoMetadata,
                 "no MCP entry (meta/mcp.yml, or `mcp:` in meta/services.yml): the role declares no MCP surface",
             );
         }
@@ -105,12 +124,23 @@ pub fn standing(ctx: &mut Context, role: &Role) -> Standing {
     let classification = m.classification.as_ref().map(|c| c.value.as_str()).unwrap_or_default();
     if !words::DEPLOYABLE.contains(&classification) {
         let reason = m.reason.as_ref().map_or("no reason given".to_string(), |r| format!("reason `{}`", r.value));
-        let code = if classification == "blocked" { Code::Blocked } else { Code::AuditOnly };
+        let code = match classification {
+            "blocked" => Code::Blocked,
+            // A reviewed refusal, not a role nobody examined (`no_metadata`).
+            "no_surface" => Code::NoSurface,
+            _ => Code::AuditOnly,
+        };
         let detail = format!("classification `{classification}` is an audit entry, never an endpoint ({reason})");
         ctx.reject(&role.id, Subject::Role, code, detail);
         return Standing::Out;
     }
+    let client_only = m.direction.as_ref().is_some_and(|d| d.value == "client");
     let Some(enabled) = &m.enabled else {
+        if client_only {
+            // A client the platform carries whenever its role is deployed (the platform's
+            // own Open WebUI role has no `enabled`): it is wired, not skipped.
+            return Standing::Active;
+        }
         let detail = "its MCP entry sets no `enabled`: cordon imports an explicit `enabled: true` only \
                       (the platform's default is off, and role defaults or the inventory may say otherwise)";
         ctx.reject(&role.id, Subject::Role, Code::NotEnabled, detail);
@@ -127,6 +157,14 @@ pub fn standing(ctx: &mut Context, role: &Role) -> Standing {
             None => return Standing::Out,
         },
     };
+    if client_only {
+        // `shared` says whether other roles may discover a surface; a client serves none.
+        return Standing::Active;
+    }
+    if shared.is_none() {
+        let message = "no `shared`: an enabled surface states whether other roles may discover it (no default)";
+        ctx.lint(super::lint::MISSING_FIELD, file, Some(&enabled.referenced), "shared", message);
+    }
     if shared != Some(true) {
         let said = if shared.is_none() { "sets no `shared`" } else { "is not `shared`" };
         let detail = format!("enabled but {said}: other roles may not discover it, so no client is wired to it");

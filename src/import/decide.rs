@@ -10,9 +10,9 @@ use super::context::{Context, Standing, direction, standing};
 use super::model::{Code, CredentialRef, Import, ImportedClient, ImportedProvider, OpenWebuiBlock, Subject};
 use super::provider::{self, Mode};
 use super::roles::{Role, Roles};
-use super::validate;
 use super::vocabulary as words;
-use crate::config::ConfigErrors;
+use super::{lint, validate};
+use crate::config::{ConfigError, ConfigErrors};
 
 /// What to import, from where, for which deployment.
 #[derive(Debug, Clone, Default)]
@@ -24,6 +24,9 @@ pub struct Request {
     pub openwebui_admin: Option<String>,
     /// The directory the scenario is written to (specification paths are relative to it).
     pub scenario_dir: PathBuf,
+    /// `deployed` was named one by one (`--deployed`), so each must be a role; an
+    /// inventory's groups also name hosts' groups that are no role.
+    pub deployed_are_roles: bool,
 }
 
 /// The credential id of the Open WebUI admin's password, and its variable.
@@ -31,14 +34,39 @@ pub const OPENWEBUI_PASSWORD: (&str, &str) = ("openwebui-admin-password", "OPENW
 
 pub fn import(request: &Request) -> Result<Import, ConfigErrors> {
     let roles = Roles::load(&request.roles_dir)?;
+    if request.deployed_are_roles {
+        let unknown: Vec<ConfigError> = request
+            .deployed
+            .iter()
+            .filter(|d| roles.get(d).is_none())
+            .map(|d| {
+                ConfigError::whole_file(
+                    &request.roles_dir,
+                    format!("--deployed names `{d}`, which is no role here (no `{d}/meta/` directory)"),
+                )
+            })
+            .collect();
+        if !unknown.is_empty() {
+            return Err(ConfigErrors(unknown));
+        }
+    }
     let errors = validate::metadata(&roles);
     if !errors.is_empty() {
         return Err(ConfigErrors(errors));
     }
     let mut ctx = Context::new(&roles, &request.deployed);
+    for role in roles.by_id.values() {
+        lint::every_role(&mut ctx, role);
+    }
+    // Which principal (owner) and which secret (source, owner or role, key) each
+    // imported provider's credential is: a principal is never shared, and two secrets
+    // whose variable names collide are never merged into one.
+    let mut principals: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut secrets: BTreeMap<String, String> = BTreeMap::new();
     let mut providers: BTreeMap<String, ImportedProvider> = BTreeMap::new();
     let mut credentials: BTreeMap<String, CredentialRef> = BTreeMap::new();
     let mut clients: Vec<&Role> = Vec::new();
+    let mut notes = Vec::new();
     for role in roles.by_id.values() {
         let stand = standing(&mut ctx, role);
         let (serves, consumes) = (words::is_server(direction(role)), words::is_client(direction(role)));
@@ -57,31 +85,54 @@ pub fn import(request: &Request) -> Result<Import, ConfigErrors> {
                 if !serves {
                     continue;
                 }
-                if let Err(why) = provider::endpoint_goes_dark(&mut ctx, role) {
-                    let detail = format!("`enabled` is false, but {why}; not imported");
-                    ctx.reject(&role.id, Subject::Provider, Code::NotEnabled, detail);
-                    continue;
+                match provider::endpoint_goes_dark(&mut ctx, role) {
+                    Ok(true) => Mode::Dark,
+                    Ok(false) => Mode::DarkPath,
+                    Err(why) => {
+                        let detail = format!("`enabled` is false, but {why}; not imported");
+                        ctx.reject(&role.id, Subject::Provider, Code::NotEnabled, detail);
+                        continue;
+                    }
                 }
-                Mode::Dark
             }
         };
         if consumes && mode == Mode::Active {
+            lint::enabled_client(&mut ctx, role);
             clients.push(role);
+        }
+        if serves && mode == Mode::Active {
+            lint::enabled_provider(&mut ctx, role);
         }
         if !serves {
             continue;
         }
-        let Some((p, credential)) = provider::resolve(&mut ctx, role, mode, &request.scenario_dir) else { continue };
-        if let Some(other) = providers.values().find(|o| o.credential == p.credential) {
-            let at = role.mcp.as_ref().and_then(|m| m.value.credential.as_ref()).map(|c| c.referenced);
-            let file = role.mcp.as_ref().map(|m| m.file.clone()).unwrap_or_default();
+        let Some((mut p, mut credential)) = provider::resolve(&mut ctx, role, mode, &request.scenario_dir) else {
+            continue;
+        };
+        let decl = role.mcp.as_ref().and_then(|m| m.value.credential.as_ref());
+        let at = decl.map(|c| c.referenced);
+        let file = role.mcp.as_ref().map(|m| m.file.clone()).unwrap_or_default();
+        let owner = decl.and_then(|c| c.value.owner.clone()).unwrap_or_default().trim().to_string();
+        if let Some((other, origin)) = principals.get(&owner) {
             let message = format!(
-                "resolves to the same credential ({}) as provider `{}`: every provider needs its own principal, so revoking one cannot disarm the others",
-                credential.origin, other.id
+                "authenticates as principal `{owner}`, as provider `{other}` does ({origin}): every provider needs its own principal, so revoking one cannot disarm the others",
             );
-            ctx.error(&file, at.as_ref(), "credential", message);
+            ctx.lint(lint::PRINCIPAL_SHARED, &file, at.as_ref(), "credential.owner", message);
             continue;
         }
+        principals.insert(owner, (p.id.clone(), credential.origin.clone()));
+        if let Some(holder) = secrets.get(&credential.env) {
+            // Another principal's secret under the same variable name (`a-b`/`c` and
+            // `a`/`b-c` both spell A_B_C): this one gets a name of its own.
+            let env = provider::distinct_env(&credential.env, &credential.origin);
+            notes.push(format!(
+                "{}: its credential ({}) and {holder}'s would share the variable {}; it is read from {env} instead",
+                p.id, credential.origin, credential.env
+            ));
+            credential.env = env;
+            p.credential = provider::credential_id(&credential.env);
+        }
+        secrets.insert(credential.env.clone(), p.id.clone());
         credentials.insert(p.credential.clone(), credential);
         providers.insert(p.id.clone(), p);
     }
@@ -90,7 +141,6 @@ pub fn import(request: &Request) -> Result<Import, ConfigErrors> {
         imported.insert(role.id.clone(), client(role));
     }
     wire(&mut ctx, &mut providers, &mut imported, &clients);
-    let mut notes = Vec::new();
     for role in &clients {
         if is_openwebui(role) {
             openwebui(role, &providers, imported.get_mut(&role.id), request, &mut credentials, &mut notes);
@@ -117,6 +167,7 @@ pub fn import(request: &Request) -> Result<Import, ConfigErrors> {
         clients: imported,
         rejections,
         notes,
+        lint: ctx.lint,
     })
 }
 
@@ -172,7 +223,7 @@ fn wire(
             };
             if let Some((code, what, key, supported)) = failure {
                 let message = format!(
-                    "{code}: {} admits {} here and {what}, but {} lists only [{}] under `{key}` ({}): an authorized connection that cannot be rendered (the platform aborts its deploy on it too)",
+                    "{} admits {} here and {what}, but {} lists only [{}] under `{key}` ({}): an authorized connection that cannot be rendered (the platform aborts its deploy on it too)",
                     p.id,
                     c.id,
                     c.id,
@@ -180,7 +231,12 @@ fn wire(
                     cm.file.display()
                 );
                 let at = admitted[index].referenced;
-                ctx.error(&mcp.file, Some(&at), &format!("allowed_consumers[{index}]"), message);
+                let code = if code == Code::TransportUnsupported {
+                    lint::TRANSPORT_UNSUPPORTED
+                } else {
+                    lint::AUTH_UNSUPPORTED
+                };
+                ctx.lint(code, &mcp.file, Some(&at), &format!("allowed_consumers[{index}]"), message);
                 continue;
             }
             p.allowed_consumers.push(c.id.clone());

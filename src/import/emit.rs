@@ -125,7 +125,14 @@ impl Writer {
         self.line(1, &format!("{}:", scalar(&p.id, false)));
         self.comment(2, &p.summary);
         if p.disabled {
-            self.comment(2, "Switched off: nothing may answer for it, and its credential must be dead everywhere.");
+            if p.served_by_app {
+                self.comment(
+                    2,
+                    "Switched off in an app that keeps running: nothing may answer at its MCP path, and its credential must be dead everywhere.",
+                );
+            } else {
+                self.comment(2, "Switched off: nothing may answer for it, and its credential must be dead everywhere.");
+            }
         }
         if let Some(hash) = &p.platform_schema_sha256 {
             self.comment(2, &format!("platform contract hash (its tools.schema_sha256, over the contract file, not the served tools): {hash}"));
@@ -140,6 +147,9 @@ impl Writer {
         self.line(2, &format!("credential: {}", scalar(&p.credential, false)));
         if p.disabled {
             self.line(2, "disabled: true");
+            if p.served_by_app {
+                self.line(2, "served_by_app: true");
+            }
         }
         if !p.allowed_consumers.is_empty() {
             self.list(2, "allowed_consumers", &p.allowed_consumers);

@@ -135,7 +135,7 @@ pub fn internal_ports(entry: &ServiceEntry) -> Vec<(String, PortValue)> {
                 Scalar::Number(n) if (1..=65535).contains(n) => Ok(*n as u16),
                 Scalar::Number(n) => Err((v.referenced, n.to_string())),
                 Scalar::Text(t) => Err((v.referenced, format!("the text `{}`", crate::config::strict::echo(t)))),
-                Scalar::Other => Err((v.referenced, "not a number".to_string())),
+                Scalar::Float(_) | Scalar::Other => Err((v.referenced, "not a number".to_string())),
             };
             (k.clone(), value)
         })

@@ -24,17 +24,16 @@ pub struct McpFile {
     /// A service flag of the `mcp:` entry in `meta/services.yml`; no meaning here.
     #[serde(rename = "bond")]
     _bond: Option<IgnoredAny>,
-    #[serde(rename = "notes")]
-    _notes: Option<IgnoredAny>,
+    /// Why an audit-only classification cannot serve, in prose.
+    pub notes: Option<Spanned<IgnoredAny>>,
     pub shared: Option<Spanned<Condition>>,
     pub classification: Option<Spanned<String>>,
     /// Why an audit-only classification cannot serve.
     pub reason: Option<Spanned<String>>,
     pub direction: Option<Spanned<String>>,
-    #[serde(rename = "source_url")]
-    _source_url: Option<IgnoredAny>,
-    #[serde(rename = "supported_version")]
-    _supported_version: Option<IgnoredAny>,
+    pub source_url: Option<Spanned<String>>,
+    /// The exact version (or commit) the mapping was verified with.
+    pub supported_version: Option<Spanned<Text>>,
     #[serde(rename = "minimum_version")]
     _minimum_version: Option<IgnoredAny>,
     pub transport: Option<Spanned<String>>,
@@ -44,6 +43,12 @@ pub struct McpFile {
     #[serde(rename = "delegation")]
     _delegation: Option<IgnoredAny>,
     pub implementation: Option<Spanned<String>>,
+    /// How far the surface has come (`experimental`, ...): recorded, not interpreted.
+    #[serde(rename = "maturity")]
+    _maturity: Option<IgnoredAny>,
+    /// The artifacts an enabled mutation is proven by (human confirmation, authorization,
+    /// idempotency, audit, rollback): required when `tools.mutating_tools_enabled`.
+    pub mutating_proofs: Option<Spanned<IgnoredAny>>,
     pub credential: Option<Spanned<CredentialDecl>>,
     pub allowed_consumers: Option<Spanned<Vec<Spanned<String>>>>,
     pub supported_transports: Option<Spanned<Vec<Spanned<String>>>>,
@@ -83,13 +88,10 @@ pub struct EndpointDecl {
 pub struct AdapterDecl {
     #[serde(rename = "type")]
     pub kind: Option<Spanned<String>>,
-    #[serde(rename = "image")]
-    _image: Option<IgnoredAny>,
-    #[serde(rename = "version")]
-    _version: Option<IgnoredAny>,
+    pub image: Option<Spanned<String>>,
+    pub version: Option<Spanned<Text>>,
     pub digest: Option<Spanned<String>>,
-    #[serde(rename = "upstream_api_version")]
-    _upstream_api_version: Option<IgnoredAny>,
+    pub upstream_api_version: Option<Spanned<Text>>,
     /// Relative to the platform checkout (the roles directory's parent).
     pub specification_path: Option<Spanned<String>>,
     pub specification_sha256: Option<Spanned<String>>,
@@ -126,8 +128,7 @@ pub struct ToolsDecl {
     #[serde(rename = "categories")]
     _categories: Option<IgnoredAny>,
     pub schema_sha256: Option<Spanned<String>>,
-    #[serde(rename = "read_only_default")]
-    _read_only_default: Option<IgnoredAny>,
+    pub read_only_default: Option<Spanned<Flag>>,
     pub mutating_tools_enabled: Option<Spanned<Flag>>,
     pub mutating: Option<Vec<String>>,
     pub read_probe: Option<Spanned<ReadProbe>>,
@@ -169,6 +170,22 @@ pub struct ReadProbe {
     pub expect: Option<Expectation>,
 }
 
+/// A scalar read as text whatever YAML typed it (`version: 1.2` is a float to YAML, a
+/// version to the platform).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text(pub String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match Scalar::deserialize(d)? {
+            Scalar::Text(t) => Ok(Text(t)),
+            Scalar::Number(n) => Ok(Text(n.to_string())),
+            Scalar::Float(f) => Ok(Text(f)),
+            Scalar::Other => Err(serde::de::Error::custom("expected a version (a string or a number)")),
+        }
+    }
+}
+
 /// `meta/services.yml`: one entry per service key.
 pub type ServicesFile = BTreeMap<String, Spanned<Option<ServiceEntry>>>;
 
@@ -191,6 +208,8 @@ pub struct Ports {
 pub enum Scalar {
     Number(u64),
     Text(String),
+    /// A float, as written in the shortest form that reads back (`1.2`).
+    Float(String),
     Other,
 }
 
@@ -208,8 +227,8 @@ impl<'de> Deserialize<'de> for Scalar {
             fn visit_i64<E>(self, _: i64) -> Result<Scalar, E> {
                 Ok(Scalar::Other)
             }
-            fn visit_f64<E>(self, _: f64) -> Result<Scalar, E> {
-                Ok(Scalar::Other)
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar::Float(v.to_string()))
             }
             fn visit_bool<E>(self, _: bool) -> Result<Scalar, E> {
                 Ok(Scalar::Other)

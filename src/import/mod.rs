@@ -16,6 +16,7 @@ pub mod decide;
 pub mod emit;
 mod endpoint;
 pub mod inventory;
+pub mod lint;
 mod metadata;
 pub mod model;
 mod provider;

@@ -25,6 +25,9 @@ pub struct Import {
     pub rejections: Vec<Rejection>,
     /// What was imported with less than it could have been (and how to get the rest).
     pub notes: Vec<String>,
+    /// Rules of the platform's metadata contract the tree breaks, each with its code: an
+    /// import with any is reported, never written.
+    pub lint: Vec<crate::config::ConfigError>,
 }
 
 /// Where a credential's value is read from at run time, and where the platform keeps it.
@@ -45,6 +48,8 @@ pub struct ImportedProvider {
     pub service: String,
     pub credential: String,
     pub disabled: bool,
+    /// Disabled, with its endpoint served by the app that keeps running.
+    pub served_by_app: bool,
     pub allowed_consumers: Vec<String>,
     pub networks: Vec<String>,
     pub app_ports: Vec<u16>,
@@ -175,10 +180,11 @@ pub enum Code {
     NotEnabled,
     NotShared,
     NoSurface,
+    NoMetadata,
 }
 
 impl Code {
-    pub const ALL: [Code; 11] = [
+    pub const ALL: [Code; 12] = [
         Code::ConsumerNotAllowed,
         Code::TransportUnsupported,
         Code::AuthUnsupported,
@@ -190,6 +196,7 @@ impl Code {
         Code::NotEnabled,
         Code::NotShared,
         Code::NoSurface,
+        Code::NoMetadata,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -205,6 +212,7 @@ impl Code {
             Code::NotEnabled => "not_enabled",
             Code::NotShared => "not_shared",
             Code::NoSurface => "no_surface",
+            Code::NoMetadata => "no_metadata",
         }
     }
 }

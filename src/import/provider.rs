@@ -20,6 +20,14 @@ use crate::mcp::Transport;
 pub enum Mode {
     Active,
     Dark,
+    /// Disabled, and its endpoint is the running app's: only the MCP path goes dark.
+    DarkPath,
+}
+
+impl Mode {
+    fn is_dark(self) -> bool {
+        matches!(self, Mode::Dark | Mode::DarkPath)
+    }
 }
 
 /// The provider, with its credential's reference; `None` when it is rejected (listed in
@@ -38,7 +46,26 @@ pub fn resolve(
     let credential = match credential(&role.id, m.credential.as_ref().map(|c| &c.value)) {
         Ok(c) => c,
         Err(detail) => {
-            ctx.reject(&role.id, Subject::Provider, Code::CredentialMissing, detail);
+            // Authorized means it must work: a deployed client the provider admits would be
+            // handed nothing, so the import fails rather than leave the pair unchecked.
+            let waiting: Vec<&str> = m
+                .allowed_consumers
+                .iter()
+                .flat_map(|l| l.value.iter().map(|c| c.value.as_str()))
+                .filter(|c| ctx.deployed.contains(*c) && *c != role.id)
+                .collect();
+            if mode == Mode::Active && !waiting.is_empty() {
+                let at =
+                    m.credential.as_ref().map(|c| c.referenced).or(m.classification.as_ref().map(|c| c.referenced));
+                let message = format!(
+                    "provider {} {detail}, yet admits the deployed consumer(s) {}: an authorized connection that cannot be rendered",
+                    role.id,
+                    waiting.join(", ")
+                );
+                ctx.lint(crate::import::lint::CREDENTIAL_MISSING, file, at.as_ref(), "credential", message);
+            } else {
+                ctx.reject(&role.id, Subject::Provider, Code::CredentialMissing, detail);
+            }
             return None;
         }
     };
@@ -60,9 +87,10 @@ pub fn resolve(
         transport,
         service: endpoint.service.clone(),
         credential: credential_id(&credential.env),
-        disabled: mode == Mode::Dark,
+        disabled: mode.is_dark(),
+        served_by_app: mode == Mode::DarkPath,
         allowed_consumers: Vec::new(),
-        networks: if mode == Mode::Dark { vec![own_network.clone()] } else { Vec::new() },
+        networks: if mode.is_dark() { vec![own_network.clone()] } else { Vec::new() },
         app_ports: endpoint.other_ports.clone(),
         allowlist: Vec::new(),
         mutating: Vec::new(),
@@ -74,13 +102,13 @@ pub fn resolve(
         app: None,
         boundary: BoundaryKeys::default(),
     };
-    if mode == Mode::Dark {
+    if mode.is_dark() {
         return Some((provider, credential));
     }
     let is_adapter =
         m.classification.as_ref().is_some_and(|c| c.value == "adapter_server") || implementation == "adapter";
-    let platform_root = ctx.roles.platform_root();
-    let spec = if is_adapter { adapter::specification(ctx, file, m, &platform_root).ok()? } else { None };
+    let role_dir = ctx.roles.dir.join(&role.id);
+    let spec = if is_adapter { adapter::specification(ctx, file, m, &role_dir, &role.id).ok()? } else { None };
     let contract = contract(ctx, file, m, spec.as_ref())?;
     provider.allowlist = contract.allowlist;
     provider.mutating = contract.mutating;
@@ -138,14 +166,13 @@ fn guarded_by_a_bearer(ctx: &mut Context, role: &Role, file: &Path, m: &McpFile)
 fn endpoint_of(ctx: &mut Context, role: &Role, file: &Path, m: &McpFile, mode: Mode) -> Option<endpoint::Endpoint> {
     match endpoint::resolve(role, m, file) {
         Ok(e) => Some(e),
-        Err(p) if p.only_cordon || mode == Mode::Dark => {
+        Err(p) if p.only_cordon || mode.is_dark() => {
             let detail = format!("{} ({}: {})", p.message, p.file.display(), p.key);
             ctx.reject(&role.id, Subject::Provider, Code::EndpointUnreachable, detail);
             None
         }
         Err(p) => {
-            let message = format!("endpoint_unreachable: {}", p.message);
-            ctx.error(&p.file, p.at.as_ref(), &p.key, message);
+            ctx.lint(crate::import::lint::ENDPOINT_UNREACHABLE, &p.file, p.at.as_ref(), &p.key, p.message);
             None
         }
     }
@@ -164,35 +191,35 @@ fn endpoint_runs(ctx: &mut Context, role: &Role, service: &str) -> bool {
         Some(true) => true,
         Some(false) => {
             let message = format!(
-                "endpoint_unreachable: service `{service}` serves {}'s enabled MCP surface, but its `enabled` is false for the deployed roles",
+                "service `{service}` serves {}'s enabled MCP surface, but its `enabled` is false for the deployed roles",
                 role.id
             );
-            ctx.error(&file, Some(&enabled.referenced), &format!("{service}.enabled"), message);
+            let key = format!("{service}.enabled");
+            ctx.lint(crate::import::lint::ENDPOINT_UNREACHABLE, &file, Some(&enabled.referenced), &key, message);
             false
         }
         None => false,
     }
 }
 
-/// Whether a disabled surface's endpoint stops with it: a container of its own (adapter,
-/// sidecar), or a service whose own `enabled` is false. A native endpoint served by the
-/// running app cannot be checked dark.
-pub fn endpoint_goes_dark(ctx: &mut Context, role: &Role) -> Result<(), String> {
+/// Whether a disabled surface's endpoint stops with it (`true`: a container of its own,
+/// an adapter or sidecar, or a service whose own `enabled` is false), or is served by the
+/// app that keeps running (`false`: only the MCP path must go dark, checked with a GET
+/// and a POST there).
+pub fn endpoint_goes_dark(ctx: &mut Context, role: &Role) -> Result<bool, String> {
     let Some(mcp) = &role.mcp else { return Err("no metadata".into()) };
     let implementation = mcp.value.implementation.as_ref().map(|i| i.value.as_str()).unwrap_or_default();
     if words::SIDECAR_IMPLEMENTATIONS.contains(&implementation) {
-        return Ok(());
+        return Ok(true);
     }
     let service = mcp.value.endpoint.as_ref().and_then(|e| e.value.service_key.as_ref()).map(|s| s.value.clone());
     let Some(service) = service else { return Err("it names no endpoint service".into()) };
     let enabled = role.services.value.get(&service).and_then(|e| e.value.as_ref()).and_then(|e| e.enabled.clone());
     let file = role.services.file.clone();
     match enabled.map(|e| ctx.evaluate(&file, &format!("{service}.enabled"), &e)) {
-        Some(Some(false)) => Ok(()),
+        Some(Some(false)) => Ok(true),
         Some(None) => Err("its endpoint service's condition cannot be evaluated".into()),
-        _ => Err(format!(
-            "its `{implementation}` endpoint is served by service `{service}`, which keeps running: a dark-surface check would see that service itself"
-        )),
+        _ => Ok(false),
     }
 }
 
@@ -375,6 +402,14 @@ pub fn credential(role: &str, decl: Option<&CredentialDecl>) -> Result<Credentia
         .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
         .collect();
     Ok(CredentialRef { env, origin })
+}
+
+/// A variable name of its own for a secret whose name another principal's secret
+/// already has: the name with a digest of where the secret lives.
+pub fn distinct_env(env: &str, origin: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = hex::encode(Sha256::digest(origin.as_bytes()));
+    format!("{env}_{}", digest[..8].to_ascii_uppercase())
 }
 
 /// The scenario's id for a credential: its variable's name, lower case, `-` for `_`.

@@ -40,11 +40,24 @@ impl Roles {
         let entries = std::fs::read_dir(dir).map_err(|e| {
             ConfigError::whole_file(dir, format!("cannot read the roles directory: {e} (give the platform's `roles/`)"))
         })?;
-        let mut ids: Vec<String> = entries
-            .filter_map(|e| e.ok())
-            .filter(|e| e.path().join("meta").is_dir())
-            .filter_map(|e| e.file_name().into_string().ok())
-            .collect();
+        let mut errors = Vec::new();
+        let mut ids: Vec<String> = Vec::new();
+        for entry in entries.filter_map(|e| e.ok()) {
+            let meta = entry.path().join("meta");
+            // A link that leads nowhere (or round in a loop) is a role cordon cannot read,
+            // never a role that declares nothing.
+            for path in [entry.path(), meta.clone()] {
+                if let Some(problem) = broken_link(&path) {
+                    errors.push(ConfigError::whole_file(&path, problem));
+                }
+            }
+            if meta.is_dir() {
+                ids.extend(entry.file_name().into_string().ok());
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
+        }
         ids.sort();
         if ids.is_empty() {
             return Err(ConfigError::whole_file(
@@ -53,7 +66,6 @@ impl Roles {
             )
             .into());
         }
-        let mut errors = Vec::new();
         let mut by_id = BTreeMap::new();
         for id in ids {
             let meta = dir.join(&id).join("meta");
@@ -113,10 +125,43 @@ fn mcp_service(path: &Path, errors: &mut Vec<ConfigError>) -> Option<Loaded<McpF
     match parse_yaml::<WithMcp>(path, &text) {
         Ok(w) => w.mcp.map(|value| Loaded { file: path.to_path_buf(), value }),
         Err(e) => {
-            errors.push(e);
+            errors.push(newer_key(e));
             None
         }
     }
+}
+
+/// Why `path` is a symbolic link cordon cannot follow (dangling, or a loop); `None` for
+/// anything else, a missing path included.
+fn broken_link(path: &Path) -> Option<String> {
+    let link = std::fs::symlink_metadata(path).ok()?;
+    if !link.file_type().is_symlink() {
+        return None;
+    }
+    match std::fs::metadata(path) {
+        Ok(_) => None,
+        Err(e) => {
+            let target = std::fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_default();
+            Some(format!(
+                "is a symbolic link to `{}` that cannot be followed ({}): a dangling link or a loop, not an absent file",
+                crate::text::sanitize(&target),
+                e
+            ))
+        }
+    }
+}
+
+/// An unknown key of the MCP entry may be one a later platform schema added: the error
+/// says which cordon read it, so "upgrade cordon" is an answer the reader can find.
+fn newer_key(mut e: ConfigError) -> ConfigError {
+    if e.message.starts_with("unknown field") {
+        e.message = format!(
+            "{}; cordon {} reads the metadata schema of requirement 035, which has no such key: if the platform's schema added it, a newer cordon reads it",
+            e.message,
+            env!("CARGO_PKG_VERSION")
+        );
+    }
+    e
 }
 
 /// A file that is absent declares nothing.
@@ -125,6 +170,10 @@ fn or_default<T: Default>(loaded: Option<Loaded<T>>, path: &Path) -> Loaded<T> {
 }
 
 fn optional<T: serde::de::DeserializeOwned + Default>(path: &Path, errors: &mut Vec<ConfigError>) -> Option<Loaded<T>> {
+    if let Some(problem) = broken_link(path) {
+        errors.push(ConfigError::whole_file(path, problem));
+        return None;
+    }
     if !path.exists() {
         return None;
     }
@@ -146,7 +195,7 @@ fn optional<T: serde::de::DeserializeOwned + Default>(path: &Path, errors: &mut 
     match parse_yaml::<T>(path, &text) {
         Ok(value) => Some(Loaded { file: path.to_path_buf(), value }),
         Err(e) => {
-            errors.push(e);
+            errors.push(newer_key(e));
             None
         }
     }

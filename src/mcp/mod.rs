@@ -170,7 +170,16 @@ pub struct McpClient {
     peer: Mutex<Option<SocketAddr>>,
     /// Bytes of the listing in progress, against `max_response_bytes` for all pages.
     listing_bytes: AtomicU64,
+    /// How long a request turned away busy (429, 503) is asked again before the answer
+    /// stands: a provider at its concurrency limit (another check's burst) says nothing
+    /// of this request. Zero for a client that judges the busy answers themselves.
+    busy_patience: Duration,
 }
+
+/// How long a request turned away busy is asked again by default: longer than a limits
+/// burst holds a provider's slots (its slow call, cut at `timeout_seconds` or by cordon
+/// a few seconds later).
+pub const BUSY_PATIENCE: Duration = Duration::from_secs(15);
 
 /// A connected session. Dropping it stops a legacy SSE stream; call
 /// [`McpClient::close`] to also end a stateful session on the server.
@@ -342,7 +351,15 @@ impl McpClient {
             hops: Mutex::new(Vec::new()),
             peer: Mutex::new(None),
             listing_bytes: AtomicU64::new(0),
+            busy_patience: BUSY_PATIENCE,
         })
+    }
+
+    /// A client whose requests turned away busy are answered as they came (the limits
+    /// check judges them).
+    pub fn impatient(mut self) -> Self {
+        self.busy_patience = Duration::ZERO;
+        self
     }
 
     /// This client sends its credential in the URL query parameter `param` instead of the

@@ -2,6 +2,8 @@
 
 use reqwest::header;
 use serde_json::{Value, json};
+use std::time::Duration;
+
 use tokio::time::Instant;
 use url::Url;
 
@@ -124,8 +126,29 @@ pub(crate) fn reply_error(method: &str, e: ReplyError) -> McpError {
     }
 }
 
-/// Sends request `method` and returns its (successful) reply and the reply's head.
+/// Sends request `method` and returns its (successful) reply and the reply's head; a
+/// request turned away busy is asked again for the client's patience.
 pub(crate) async fn post_request(
+    client: &McpClient,
+    url: &Url,
+    method: &str,
+    params: Value,
+    headers: Headers,
+) -> Result<(Reply, Head), McpError> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(250);
+    loop {
+        let outcome = post_request_once(client, url, method, params.clone(), headers.clone()).await;
+        let busy = matches!(outcome, Err(McpError::Http { status: 429 | 503, .. }));
+        if !busy || started.elapsed() + pause > client.busy_patience {
+            return outcome;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}
+
+async fn post_request_once(
     client: &McpClient,
     url: &Url,
     method: &str,

@@ -253,6 +253,13 @@ impl Stack {
 
     /// The request lines a fixture server of `service` logged, and those it did not refuse
     /// for want of a valid bearer: any such line means a credential it accepts reached it.
+    /// Restarts a service's container: its own start-up (a listen delay) begins again now.
+    pub fn restart(&self, service: &str) {
+        let container = format!("{}_{service}_1", self.project);
+        let out = Command::new("docker").args(["restart", "-t", "1", &container]).output().unwrap();
+        assert!(out.status.success(), "docker restart {container}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
     pub fn accepted_requests(&self, service: &str) -> (usize, Vec<String>) {
         let container = format!("{}_{service}_1", self.project);
         let out = Command::new("docker").args(["logs", &container]).output().unwrap();

@@ -21,6 +21,17 @@ pub fn spec_sha() -> String {
     format!("sha256:{}", hex::encode(sha2::Sha256::digest(SPEC.as_bytes())))
 }
 
+/// The platform's contract hash of [`SPEC`] (`tools.schema_sha256`).
+pub fn contract_sha() -> String {
+    use sha2::Digest;
+    let spec: serde_json::Value = serde_json::from_str(SPEC).unwrap();
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(crate::mcp::canonical_json(&spec).as_bytes())))
+}
+
+/// What an enabled adapter pins besides its specification: its image, and every limit.
+pub const ADAPTER_PINS: &str = "  image: registry.example.test/adapter\n  version: 1.2.3\n  digest: sha256:8a3c6f0d2b1e4a5f6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b\n  upstream_api_version: v1\n";
+pub const ALL_LIMITS: &str = "limits:\n  request_bytes: 65536\n  response_bytes: 1048576\n  timeout_seconds: 15\n  concurrent_requests: 4\n  page_size: 100\n  result_items: 500\n  stream_seconds: 300\n";
+
 fn unknown_classification(t: &Tree) {
     t.edit("web-app-p", "meta/mcp.yml", "classification: native_server", "classification: native_serverr");
 }
@@ -185,7 +196,7 @@ fn broken_yaml(t: &Tree) {
 )]
 #[case::placeholder_digest(
     placeholder_digest,
-    "roles/web-app-p/meta/mcp.yml:24:25: adapter.specification_sha256: a placeholder digest (64 zeros), not a pin: expected the sha256 of what is pinned"
+    "roles/web-app-p/meta/mcp.yml:24:25: adapter.specification_sha256: a placeholder digest (all zeros), not a pin: expected the sha256 of what is pinned"
 )]
 #[case::malformed_digest(
     malformed_digest,
@@ -261,7 +272,7 @@ fn broken_yaml(t: &Tree) {
 )]
 #[case::shared_principal(
     shared_principal,
-    "roles/web-app-q/meta/mcp.yml:12:3: credential: resolves to the same credential (token `shared` of principal mcp-shared (token_store)) as provider `web-app-p`"
+    "roles/web-app-q/meta/mcp.yml:12:3: credential.owner: principal_shared: authenticates as principal `mcp-shared`, as provider `web-app-p` does (token `shared` of principal mcp-shared (token_store))"
 )]
 #[case::limit_cordon_cannot_test(
     limit_cordon_cannot_test,

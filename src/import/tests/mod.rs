@@ -35,6 +35,8 @@ tools:
     - read_thing
   read_only_default: true
   mutating_tools_enabled: false
+source_url: https://example.test/p/source
+supported_version: 1.2.3
 ";
 
 pub const PROVIDER_SERVICES: &str = "---
@@ -56,6 +58,8 @@ supported_transports:
   - streamable_http
 supported_auths:
   - bearer_token
+source_url: https://example.test/c/source
+supported_version: 4.5.6
 ";
 
 pub struct Tree {
@@ -107,7 +111,13 @@ impl Tree {
 
     pub fn import_with(&self, request: Request) -> Result<Import, Vec<String>> {
         let root = format!("{}/", self.dir.path().display());
-        import(&request).map_err(|e| e.0.iter().map(|e| e.to_string().replace(&root, "")).collect())
+        let shown = |e: &[crate::config::ConfigError]| e.iter().map(|e| e.to_string().replace(&root, "")).collect();
+        // Findings of the metadata contract fail an import as errors do (nothing is written).
+        match import(&request) {
+            Ok(i) if !i.lint.is_empty() => Err(shown(&i.lint)),
+            Ok(i) => Ok(i),
+            Err(e) => Err(shown(&e.0)),
+        }
     }
 }
 

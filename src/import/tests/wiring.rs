@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::errors::{adapter_with, spec_sha};
+use super::errors::{ADAPTER_PINS, ALL_LIMITS, adapter_with, contract_sha, spec_sha};
 use super::{BOTH, Tree};
 use crate::exit::Ending;
 use crate::import::args::generate;
@@ -13,7 +13,7 @@ use crate::import::emit;
 
 fn adapter(t: &Tree) {
     let block = format!(
-        "adapter:\n  type: openapi_allowlist\n  specification_path: roles/web-app-p/files/mcp/tools.json\n  specification_sha256: {}\n  upstream_network: net-app\n",
+        "adapter:\n  type: openapi_allowlist\n{ADAPTER_PINS}  specification_path: roles/web-app-p/files/mcp/tools.json\n  specification_sha256: {}\n  upstream_network: net-app\n",
         spec_sha()
     );
     adapter_with(t, &block);
@@ -24,7 +24,9 @@ fn adapter(t: &Tree) {
         "p:\n  ports:\n    internal: { http: 3000, ssh: 22 }\npmcp:\n  enabled: \"{{ lookup('config', 'web-app-p', 'mcp.enabled') | bool }}\"\n  ports:\n    internal: { http: 8080 }\n",
     );
     t.write("web-app-p", "meta/networks.yml", "local:\n  subnet: 192.168.9.0/24\n");
-    t.edit("web-app-p", "meta/mcp.yml", "tools:\n", "limits:\n  request_bytes: 65536\n  page_size: 100\ntools:\n");
+    t.edit("web-app-p", "meta/mcp.yml", "tools:\n", &format!("{ALL_LIMITS}tools:\n"));
+    let schema = format!("  schema_sha256: {}\n  read_only_default", contract_sha());
+    t.edit("web-app-p", "meta/mcp.yml", "  read_only_default", &schema);
     t.edit(
         "web-app-p",
         "meta/mcp.yml",
@@ -47,7 +49,18 @@ fn an_adapter_is_a_sidecar_in_front_of_its_app_with_its_contract() {
     assert_eq!(p.mutating, ["write_thing"], "the writer's extra names are the mutating ones");
     assert_eq!(p.boundary.denied_tools, ["admin_thing"], "the upstream's other tools are denied");
     assert!(p.boundary.strict_arguments, "the platform's adapter refuses undeclared arguments");
-    assert_eq!(crate::import::model::limit_entries(&p.boundary.limits), [("request_bytes", 65536), ("page_size", 100)]);
+    assert_eq!(
+        crate::import::model::limit_entries(&p.boundary.limits),
+        [
+            ("request_bytes", 65536),
+            ("response_bytes", 1048576),
+            ("timeout_seconds", 15),
+            ("concurrent_requests", 4),
+            ("page_size", 100),
+            ("result_items", 500),
+            ("stream_seconds", 300)
+        ]
+    );
     let spec = p.boundary.specification.as_ref().unwrap();
     assert_eq!(spec, std::path::Path::new("roles/web-app-p/files/mcp/tools.json"), "relative to the scenario");
     assert_eq!(import.networks["p"].as_deref(), Some("192.168.9.0/24"));
@@ -55,7 +68,7 @@ fn an_adapter_is_a_sidecar_in_front_of_its_app_with_its_contract() {
     for line in [
         "    denied_tools: [admin_thing]",
         "    strict_arguments: true",
-        "    limits: { request_bytes: 65536, page_size: 100 }",
+        "    limits:\n      request_bytes: 65536\n      response_bytes: 1048576\n",
         "    specification: roles/web-app-p/files/mcp/tools.json",
         "      networks: [p, net-app]",
         "      # subnets: p 192.168.9.0/24",
@@ -179,4 +192,18 @@ fn the_mcp_entry_may_live_in_services_yml() {
     tree.write("web-app-p", "meta/mcp.yml", super::PROVIDER_MCP);
     let twice = tree.import(BOTH).unwrap_err().join("\n");
     assert!(twice.contains("meta/services.yml:9:3: mcp: the MCP entry is declared twice"), "{twice}");
+}
+
+/// A native surface switched off in an app that keeps running is a disabled surface whose
+/// path must go dark (GET and POST there), never a `not_enabled` line.
+#[test]
+fn a_switched_off_native_endpoint_is_checked_dark_at_its_path() {
+    let tree = Tree::new();
+    tree.edit("web-app-p", "meta/mcp.yml", "enabled: true", "enabled: false");
+    let import = tree.import(BOTH).unwrap_or_else(|e| panic!("{}", e.join("\n")));
+    let p = &import.providers["web-app-p"];
+    assert!(p.disabled && p.served_by_app, "{p:?}");
+    assert!(import.rejections.iter().all(|r| r.role != "web-app-p"), "{:?}", import.rejections);
+    let text = emit::scenario(&import);
+    assert!(text.contains("    disabled: true\n") && text.contains("    served_by_app: true\n"), "{text}");
 }
