@@ -73,9 +73,16 @@ fn gitlab() -> Vec<Found> {
     let mut found = Vec::new();
     for (job, spec) in file.as_object().unwrap().iter().filter(|(_, v)| v.get("script").is_some()) {
         let matrix = matrix_of(&spec["parallel"]["matrix"][0]);
-        // Exit 3 is infrastructure: retried, then allowed to fail, never red.
-        assert_eq!(spec["retry"]["exit_codes"], serde_json::json!([3]), "{job}");
+        // Exit 3 is infrastructure: retried, then allowed to fail, never red. Nothing else
+        // is retried: GitLab retries when `retry:when` OR `retry:exit_codes` matches, so a
+        // `when` beside the codes (`script_failure`: every non-zero exit) would retry a
+        // broken isolation rule (exit 1) until a lucky run ends green.
+        let retried: Vec<i32> = (0..=255).filter(|code| gitlab_retries(&spec["retry"], *code)).collect();
+        assert_eq!(retried, [3], "{job}: retried exit codes");
         assert_eq!(spec["allow_failure"]["exit_codes"], serde_json::json!([3]), "{job}");
+        // The including pipeline's stages are its own: the job runs after all of them.
+        assert!(file.get("stages").is_none(), "the template declares no stages (it would replace the includer's)");
+        assert_eq!(spec["stage"], ".post", "{job}");
         for cell in cells(&matrix) {
             let mut vars = globals.clone();
             vars.extend(cell.clone());
@@ -93,6 +100,39 @@ fn gitlab() -> Vec<Found> {
         }
     }
     found
+}
+
+/// Whether GitLab retries a job that exited `code` under this `retry:` (GitLab's rule:
+/// `when` and `exit_codes` each select failures, and a failure either selects is retried;
+/// `when` defaults to `always` only when `exit_codes` is absent).
+fn gitlab_retries(retry: &Value, code: i32) -> bool {
+    if code == 0 || retry.is_null() || retry.get("max").and_then(Value::as_u64) == Some(0) {
+        return false;
+    }
+    let codes: Vec<i64> = match &retry["exit_codes"] {
+        Value::Array(a) => a.iter().filter_map(Value::as_i64).collect(),
+        Value::Number(n) => n.as_i64().into_iter().collect(),
+        _ => vec![],
+    };
+    let whens: Vec<&str> = match &retry["when"] {
+        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+        Value::String(w) => vec![w.as_str()],
+        _ if codes.is_empty() => vec!["always"],
+        _ => vec![],
+    };
+    // A script that exits non-zero is a `script_failure`.
+    let by_when = whens.iter().any(|w| matches!(*w, "always" | "script_failure"));
+    by_when || codes.contains(&i64::from(code))
+}
+
+#[test]
+fn the_retry_rule_is_read_as_gitlab_reads_it() {
+    let rule = |text: &str| serde_saphyr::from_str::<Value>(text).unwrap();
+    assert!(gitlab_retries(&rule("{max: 2, when: script_failure, exit_codes: [3]}"), 1), "either condition retries");
+    assert!(!gitlab_retries(&rule("{max: 2, exit_codes: [3]}"), 1));
+    assert!(gitlab_retries(&rule("{max: 2, exit_codes: 3}"), 3));
+    assert!(gitlab_retries(&rule("{max: 2}"), 1), "no condition: always");
+    assert!(!gitlab_retries(&rule("{max: 2, when: runner_system_failure}"), 1));
 }
 
 fn github() -> Vec<Found> {
@@ -133,11 +173,21 @@ fn github() -> Vec<Found> {
                     family: cell.get("family").cloned(),
                     junit: junit.clone(),
                 });
-                // The summary reaches the job page only if the container sees its file.
+                // The summary reaches the job page only if the container sees its file, and
+                // once: each attempt writes a file of its own, the last one appended at the end.
                 assert!(
-                    run.contains(r#"-v "$GITHUB_STEP_SUMMARY":"$GITHUB_STEP_SUMMARY" -e GITHUB_STEP_SUMMARY"#),
+                    run.contains(r#"-v "$CORDON_SUMMARY":"$CORDON_SUMMARY" -e GITHUB_STEP_SUMMARY="$CORDON_SUMMARY""#),
                     "{job}"
                 );
+                assert!(run.contains(r#": > "$CORDON_SUMMARY""#), "{job}: each attempt starts an empty summary");
+                assert!(
+                    run.contains(r#"trap 'cat "$CORDON_SUMMARY" >> "$GITHUB_STEP_SUMMARY"' EXIT"#),
+                    "{job}: the last attempt's summary is appended once"
+                );
+                // After a deploy that succeeded only; a token that may write check runs.
+                let condition = spec["if"].as_str().unwrap_or_default();
+                assert!(condition.contains("github.event.workflow_run.conclusion == 'success'"), "{job}: {condition}");
+                assert_eq!(file["permissions"]["checks"], "write", "the JUnit report action writes a check run");
                 assert!(run.contains(r#"[ "$code" -ne 3 ] && exit "$code""#), "{job}: exit 3 must be retried, not red");
             }
         }
@@ -167,7 +217,8 @@ fn privileges(options: &[String]) -> Vec<String> {
         match (o.as_str(), value.as_deref()) {
             ("-e", _) => {}
             ("-v", Some(v)) if v.ends_with(":/work") => {}
-            ("-v", Some(v)) if v.starts_with("/runner/_temp/step_summary") => {}
+            // The job summary's file, and nothing else under the runner's temporary directory.
+            ("-v", Some(v)) if v.starts_with("${{ runner.temp }}/cordon-summary-") && !v.contains("..") => {}
             _ => out.push(format!("{o} {}", value.unwrap_or_default()).trim().to_string()),
         }
     }

@@ -159,6 +159,9 @@ pub struct RefusalRule {
     pub shared_with: Vec<String>,
     /// A presented bearer's short name by its label (see [`Presented::short`]).
     pub short_names: BTreeMap<String, String>,
+    /// The bearers are other providers' valid credentials, which cordon itself presents:
+    /// a finding says so, so no reader hunts for a client that held one.
+    pub presented_by_cordon: bool,
 }
 
 impl RefusalRule {
@@ -185,6 +188,7 @@ impl Probe for RefusalCheck {
                 refusal: provider.refusal,
                 bearer_label: describe(self.bearer),
                 shared_with,
+                presented_by_cordon: self.bearer == Bearer::Foreign,
                 ..Default::default()
             };
             presented_everywhere(ctx, &provider, presented, &rule).await
@@ -763,6 +767,11 @@ pub fn judge(observations: &[ReplicaRefusal], rule: &RefusalRule) -> Attempt {
                         broken_here += 1;
                         let f = f.prefixed("{bearer} was not refused: ").proven_by(proof);
                         let f = if many { f.prefixed("{replica}: ") } else { f };
+                        let f = if rule.presented_by_cordon {
+                            f.suffixed(" (cordon presented that bearer itself, as a client holding the wrong provider's credential would)")
+                        } else {
+                            f
+                        };
                         findings.push(
                             f.fact("replica", &o.replica)
                                 .fact("bearer", label)

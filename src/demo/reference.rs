@@ -16,13 +16,14 @@ const PROJECT: &str = "cordon-reference";
 /// Imports into `<results>/scenario.yaml`; the path written and a one-line account, or
 /// the exit code when the metadata is wrong (its errors already printed).
 pub fn import(results: &Path) -> Result<(PathBuf, String), Ending> {
-    let deployed = inventory::from_inventory(Path::new(INVENTORY)).map_err(|e| {
+    let inventory = inventory::read(Path::new(INVENTORY)).map_err(|e| {
         eprintln!("error: {e}");
         Ending::Usage
     })?;
     let request = Request {
         roles_dir: PathBuf::from(ROLES),
-        deployed,
+        deployed: inventory.deployed,
+        hosts: inventory.hosts,
         project: Some(PROJECT.into()),
         scenario_dir: results.to_path_buf(),
         ..Request::default()

@@ -47,11 +47,11 @@ pub struct ImportArgs {
 
 pub fn run(platform: Platform) -> Ending {
     let Platform::Infinito(args) = platform;
-    let deployed = match (&args.inventory, args.deployed.as_slice()) {
-        (Some(path), _) => inventory::from_inventory(path).map_err(|e| e.to_string()),
-        (None, list) => inventory::from_list(list),
+    let read = match (&args.inventory, args.deployed.as_slice()) {
+        (Some(path), _) => inventory::read(path).map(|i| (i.deployed, i.hosts)).map_err(|e| e.to_string()),
+        (None, list) => inventory::from_list(list).map(|d| (d, BTreeMap::new())),
     };
-    let deployed = match deployed {
+    let (deployed, hosts) = match read {
         Ok(d) => d,
         Err(e) => return usage(&e),
     };
@@ -66,6 +66,7 @@ pub fn run(platform: Platform) -> Ending {
         project: args.project.clone(),
         openwebui_admin: args.openwebui_admin.clone(),
         deployed_are_roles: args.inventory.is_none(),
+        hosts,
         scenario_dir: target
             .and_then(|t| t.parent())
             .filter(|p| !p.as_os_str().is_empty())

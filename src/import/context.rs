@@ -1,7 +1,7 @@
 //! What every step of an import shares: the roles, the deployed set, and the errors and
 //! rejections gathered so far; plus where each role stands before any wiring.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde_saphyr::{Location, Spanned};
@@ -15,6 +15,9 @@ use crate::config::ConfigError;
 pub struct Context<'a> {
     pub roles: &'a Roles,
     pub deployed: &'a BTreeSet<String>,
+    /// Each inventory host's `group_names`; empty when the roles were named one by one
+    /// (then every condition sees the deployed set).
+    pub hosts: &'a BTreeMap<String, BTreeSet<String>>,
     pub errors: Vec<ConfigError>,
     /// Rules of the platform's metadata contract the tree breaks ([`super::lint`]).
     pub lint: Vec<ConfigError>,
@@ -22,8 +25,12 @@ pub struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    pub fn new(roles: &'a Roles, deployed: &'a BTreeSet<String>) -> Self {
-        Context { roles, deployed, errors: Vec::new(), lint: Vec::new(), rejections: Vec::new() }
+    pub fn new(
+        roles: &'a Roles,
+        deployed: &'a BTreeSet<String>,
+        hosts: &'a BTreeMap<String, BTreeSet<String>>,
+    ) -> Self {
+        Context { roles, deployed, hosts, errors: Vec::new(), lint: Vec::new(), rejections: Vec::new() }
     }
 
     pub fn reject(&mut self, role: &str, subject: Subject, code: Code, detail: impl Into<String>) {
@@ -54,26 +61,46 @@ impl<'a> Context<'a> {
         self.lint.push(e);
     }
 
-    /// The value of a condition at `key` of `file`; `None` (and an error naming the file,
-    /// line and expression) when it is not one cordon evaluates.
-    pub fn evaluate(&mut self, file: &Path, key: &str, value: &Spanned<Condition>) -> Option<bool> {
-        let result =
-            condition::parse(&value.value).and_then(|expr| condition::evaluate(&expr, self.deployed, self.roles));
-        match result {
-            Ok(b) => Some(b),
-            Err(problem) => {
-                let shown = match &value.value {
-                    Condition::Literal(b) => b.to_string(),
-                    Condition::Text(t) => crate::text::sanitize(t),
-                };
-                let message = format!(
-                    "cannot evaluate `{shown}`: it {problem} (cordon evaluates `'role' in group_names`, \
-                     `lookup('config', 'role', 'mcp.enabled')`, true and false, joined by and, or, not)"
-                );
-                self.error(file, Some(&value.referenced), key, message);
-                None
+    /// The value of a condition at `key` of `file`, for `role` as Ansible evaluates it:
+    /// with the `group_names` of each host that carries the role. `None` (and an error
+    /// naming the file, line and expression) when it is not one cordon evaluates, or when
+    /// the hosts that carry the role disagree.
+    pub fn evaluate(&mut self, role: &str, file: &Path, key: &str, value: &Spanned<Condition>) -> Option<bool> {
+        let on_hosts: Vec<(&str, &BTreeSet<String>)> =
+            self.hosts.iter().filter(|(_, groups)| groups.contains(role)).map(|(h, g)| (h.as_str(), g)).collect();
+        let views: Vec<(&str, &BTreeSet<String>)> =
+            if on_hosts.is_empty() { vec![("", self.deployed)] } else { on_hosts };
+        let mut results: Vec<(&str, bool)> = Vec::new();
+        for (host, group_names) in views {
+            let result =
+                condition::parse(&value.value).and_then(|expr| condition::evaluate(&expr, group_names, self.roles));
+            match result {
+                Ok(b) => results.push((host, b)),
+                Err(problem) => {
+                    let shown = match &value.value {
+                        Condition::Literal(b) => b.to_string(),
+                        Condition::Text(t) => crate::text::sanitize(t),
+                    };
+                    let message = format!(
+                        "cannot evaluate `{shown}`: it {problem} (cordon evaluates `'role' in group_names`, \
+                         `lookup('config', 'role', 'mcp.enabled')`, true and false, joined by and, or, not)"
+                    );
+                    self.error(file, Some(&value.referenced), key, message);
+                    return None;
+                }
             }
         }
+        let first = results[0].1;
+        if results.iter().all(|(_, b)| *b == first) {
+            return Some(first);
+        }
+        let each: Vec<String> = results.iter().map(|(h, b)| format!("{b} on {h}")).collect();
+        let message = format!(
+            "is {} for role {role}: the hosts that carry it disagree (each host has its own `group_names`), so the surface would be on for some and off for others",
+            each.join(", ")
+        );
+        self.error(file, Some(&value.referenced), key, message);
+        None
     }
 }
 
@@ -146,13 +173,13 @@ pub fn standing(ctx: &mut Context, role: &Role) -> Standing {
         ctx.reject(&role.id, Subject::Role, Code::NotEnabled, detail);
         return Standing::Out;
     };
-    let Some(is_enabled) = ctx.evaluate(file, "enabled", enabled) else { return Standing::Out };
+    let Some(is_enabled) = ctx.evaluate(&role.id, file, "enabled", enabled) else { return Standing::Out };
     if !is_enabled {
         return Standing::Off;
     }
     let shared = match &m.shared {
         None => None,
-        Some(s) => match ctx.evaluate(file, "shared", s) {
+        Some(s) => match ctx.evaluate(&role.id, file, "shared", s) {
             Some(b) => Some(b),
             None => return Standing::Out,
         },

@@ -27,6 +27,8 @@ pub struct Request {
     /// `deployed` was named one by one (`--deployed`), so each must be a role; an
     /// inventory's groups also name hosts' groups that are no role.
     pub deployed_are_roles: bool,
+    /// Each inventory host's `group_names` (empty for `--deployed`).
+    pub hosts: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// The credential id of the Open WebUI admin's password, and its variable.
@@ -54,7 +56,7 @@ pub fn import(request: &Request) -> Result<Import, ConfigErrors> {
     if !errors.is_empty() {
         return Err(ConfigErrors(errors));
     }
-    let mut ctx = Context::new(&roles, &request.deployed);
+    let mut ctx = Context::new(&roles, &request.deployed, &request.hosts);
     for role in roles.by_id.values() {
         lint::every_role(&mut ctx, role);
     }

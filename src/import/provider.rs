@@ -187,7 +187,7 @@ fn endpoint_runs(ctx: &mut Context, role: &Role, service: &str) -> bool {
         return true;
     };
     let file = role.services.file.clone();
-    match ctx.evaluate(&file, &format!("{service}.enabled"), enabled) {
+    match ctx.evaluate(&role.id, &file, &format!("{service}.enabled"), enabled) {
         Some(true) => true,
         Some(false) => {
             let message = format!(
@@ -216,7 +216,7 @@ pub fn endpoint_goes_dark(ctx: &mut Context, role: &Role) -> Result<bool, String
     let Some(service) = service else { return Err("it names no endpoint service".into()) };
     let enabled = role.services.value.get(&service).and_then(|e| e.value.as_ref()).and_then(|e| e.enabled.clone());
     let file = role.services.file.clone();
-    match enabled.map(|e| ctx.evaluate(&file, &format!("{service}.enabled"), &e)) {
+    match enabled.map(|e| ctx.evaluate(&role.id, &file, &format!("{service}.enabled"), &e)) {
         Some(Some(false)) => Ok(true),
         Some(None) => Err("its endpoint service's condition cannot be evaluated".into()),
         _ => Ok(false),

@@ -33,10 +33,32 @@ pub fn failure_text(result: &CheckResult) -> String {
 }
 
 pub fn write_redacted(path: &Path, text: &str, redactor: &Redactor) -> std::io::Result<()> {
+    let base = path.ancestors().skip(1).find(|a| a.is_dir()).map(Path::to_path_buf);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(path, redactor.redact(text))
+    std::fs::write(path, redactor.redact(text))?;
+    if let Some(base) = base {
+        owned_like(&base, path);
+    }
+    Ok(())
+}
+
+/// What cordon writes (the file, and the directories made for it under `base`) takes the
+/// owner of `base`: run as root in a container on a CI runner, it would otherwise leave
+/// root-owned reports in the workspace that the runner's next checkout cannot clean.
+/// Best effort: where cordon may not give files away (not root), they stay its own.
+fn owned_like(base: &Path, path: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(owner) = std::fs::metadata(base) else { return };
+    let mine = std::fs::metadata(path).map(|m| (m.uid(), m.gid())).ok();
+    if mine == Some((owner.uid(), owner.gid())) {
+        return;
+    }
+    let made = path.ancestors().take_while(|a| *a != base).filter(|a| !a.as_os_str().is_empty());
+    for p in made {
+        let _ = std::os::unix::fs::chown(p, Some(owner.uid()), Some(owner.gid()));
+    }
 }
 
 /// One string for any sink: redacted, then with every control, bidi and non-character

@@ -277,3 +277,21 @@ fn markdown_says_when_the_engine_was_unstable() {
     r.results[0].transient = vec!["10.0.1.5:8000 connected once but not again".into()];
     assert!(markdown::render(&r, "report.html").contains("engine instability observed: 1 check(s)"));
 }
+
+#[test]
+fn a_report_takes_the_owner_of_the_directory_it_is_written_under() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let runner = 4242;
+    let given = std::os::unix::fs::chown(dir.path(), Some(runner), Some(runner)).is_ok();
+    let path = dir.path().join("results/family/junit.xml");
+    super::write_redacted(&path, "<testsuites/>", &crate::secret::Redactor::new()).unwrap();
+    if given {
+        // Root (a container on a CI runner): the file and the directories made for it
+        // are the workspace owner's, so the runner's next checkout can clean them.
+        for p in [&path, &dir.path().join("results/family"), &dir.path().join("results")] {
+            assert_eq!(std::fs::metadata(p).unwrap().uid(), runner, "{}", p.display());
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "<testsuites/>");
+}

@@ -371,3 +371,22 @@ fn a_proving_line_leads_with_the_status_and_ends_with_the_body() {
     let cut = crate::report::failure::fit(&line, 40);
     assert!(cut.starts_with("200 ← a wrong bearer"), "{cut}");
 }
+
+#[test]
+fn a_bearer_cordon_presented_itself_is_said_to_be_cordons() {
+    let mut o = with_answer(|a| a.entry == EntryPoint::Initialize, |a| served(a, 200));
+    o.probes[0].0 = "another provider's valid bearer (legacy-token, of provider legacy)".into();
+    let foreign = RefusalRule { presented_by_cordon: true, ..rule() };
+    let Attempt::Fail { findings, .. } = judge(&[o.clone()], &foreign) else { panic!() };
+    let sentence = findings[0].sentence();
+    assert!(sentence.contains("of provider legacy) was not refused: "), "{sentence}");
+    assert!(
+        sentence.ends_with(
+            "(cordon presented that bearer itself, as a client holding the wrong provider's credential would)"
+        ),
+        "{sentence}"
+    );
+    // A bearer a client could hold (none, a wrong one) says nothing of the kind.
+    let Attempt::Fail { findings, .. } = judge(&[o], &rule()) else { panic!() };
+    assert!(!findings[0].sentence().contains("cordon presented"), "{}", findings[0].sentence());
+}
