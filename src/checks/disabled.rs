@@ -554,7 +554,7 @@ pub fn judge_surface(
             Dark::Endpoint => {
                 judge_name(l, &mut findings, &mut evidence);
                 let elsewhere = judge_knocks(l, owners, &mut findings, &mut evidence);
-                judge_answers(l, &elsewhere, &mut findings, &mut evidence);
+                judge_answers(l, &elsewhere, dark, &mut findings, &mut evidence);
             }
             Dark::PathOnly => {
                 let mut app = Vec::new();
@@ -564,7 +564,7 @@ pub fn judge_surface(
                     evidence
                         .push(format!("{}: the name resolves and TCP opens: the app keeps serving there", l.position));
                 }
-                judge_path(l, &mut findings, &mut evidence);
+                judge_answers(l, &[], dark, &mut findings, &mut evidence);
             }
         }
         judge_credential(l, &mut findings, &mut evidence);
@@ -582,31 +582,6 @@ fn shows_the_surface(e: &Exchange) -> bool {
     matches!(e.status, 401 | 403 | 406)
         || (e.www_authenticate.is_some())
         || ((200..300).contains(&e.status) && mcp_body)
-}
-
-fn judge_path(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<String>) {
-    let from = &l.position;
-    for (addr, t) in &l.answers {
-        match &t.outcome {
-            Ok(e) if shows_the_surface(e) => {
-                evidence.push(format!("{from}: {}", e.summary()));
-                findings.push(
-                    Finding::new(
-                        FindingKind::StillListening,
-                        "still listening: from {from} {entry} at {url} ({addr}) answered {status}",
-                    )
-                    .fact("from", from)
-                    .fact("entry", t.ask.entry)
-                    .fact("url", &e.url)
-                    .fact("status", e.status)
-                    .fact("addr", addr)
-                    .proven_by(e.proof(&format!("{from}: "))),
-                );
-            }
-            Ok(e) => evidence.push(format!("{from}: {} (dark: no MCP surface answers at the path)", e.summary())),
-            Err(e) => evidence.push(format!("{from}: {}: no HTTP answer ({})", t.ask, e.text)),
-        }
-    }
 }
 
 /// The name resolves to nothing outside the wildcard set.
@@ -670,11 +645,21 @@ fn judge_knocks(
     elsewhere
 }
 
-/// Nothing answers HTTP at the surface's addresses.
-fn judge_answers(l: &Look, elsewhere: &[SocketAddr], findings: &mut Vec<Finding>, evidence: &mut Vec<String>) {
+/// Nothing answers HTTP at the surface's addresses (at its path only: nothing that shows
+/// the surface).
+fn judge_answers(
+    l: &Look,
+    elsewhere: &[SocketAddr],
+    dark: Dark,
+    findings: &mut Vec<Finding>,
+    evidence: &mut Vec<String>,
+) {
     let from = &l.position;
     for (addr, t) in l.answers.iter().filter(|(a, _)| !elsewhere.contains(a)) {
         match &t.outcome {
+            Ok(e) if dark == Dark::PathOnly && !shows_the_surface(e) => {
+                evidence.push(format!("{from}: {} (dark: no MCP surface answers at the path)", e.summary()))
+            }
             Ok(e) => {
                 evidence.push(format!("{from}: {}", e.summary()));
                 let line = e.proof(&format!("{from}: "));

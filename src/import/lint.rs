@@ -261,10 +261,10 @@ pub fn enabled_provider(ctx: &mut Context, role: &Role) {
     let Some(mcp) = &role.mcp else { return };
     let (file, m) = (mcp.file.as_path(), &mcp.value);
     let anchor = m.classification.as_ref().map(|c| c.referenced);
-    let mut missing: Vec<(&str, Option<Location>)> = Vec::new();
-    let mut need = |present: bool, key: &'static str, at: Option<Location>| {
+    let mut missing: Vec<(String, Option<Location>)> = Vec::new();
+    let mut need = |present: bool, key: &str, at: Option<Location>| {
         if !present {
-            missing.push((key, at));
+            missing.push((key.to_string(), at));
         }
     };
     need(m.transport.is_some(), "transport", anchor);
@@ -297,26 +297,28 @@ pub fn enabled_provider(ctx: &mut Context, role: &Role) {
         match &m.adapter {
             None => need(false, "adapter", anchor),
             Some(a) => {
-                let at = Some(a.referenced);
-                need(a.value.kind.is_some(), "adapter.type", at);
-                need(a.value.image.is_some(), "adapter.image", at);
-                need(a.value.version.is_some(), "adapter.version", at);
-                need(a.value.digest.is_some(), "adapter.digest", at);
-                need(a.value.upstream_api_version.is_some(), "adapter.upstream_api_version", at);
+                let v = &a.value;
+                for (present, key) in [
+                    (v.kind.is_some(), "adapter.type"),
+                    (v.image.is_some(), "adapter.image"),
+                    (v.version.is_some(), "adapter.version"),
+                    (v.digest.is_some(), "adapter.digest"),
+                    (v.upstream_api_version.is_some(), "adapter.upstream_api_version"),
+                ] {
+                    need(present, key, Some(a.referenced));
+                }
             }
         }
         match &m.limits {
             None => need(false, "limits", anchor),
             Some(l) => {
-                let at = Some(l.referenced);
-                let v = &l.value;
-                need(v.request_bytes.is_some(), "limits.request_bytes", at);
-                need(v.response_bytes.is_some(), "limits.response_bytes", at);
-                need(v.timeout_seconds.is_some(), "limits.timeout_seconds", at);
-                need(v.concurrent_requests.is_some(), "limits.concurrent_requests", at);
-                need(v.page_size.is_some(), "limits.page_size", at);
-                need(v.result_items.is_some(), "limits.result_items", at);
-                need(v.stream_seconds.is_some(), "limits.stream_seconds", at);
+                let set: Vec<&str> = crate::import::model::limit_entries(&super::provider::limits(Some(&l.value)))
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .collect();
+                for key in crate::import::model::LIMIT_KEYS.iter().filter(|k| !set.contains(k)) {
+                    need(false, &format!("limits.{key}"), Some(l.referenced));
+                }
             }
         }
         if let Some(t) = &m.tools {
@@ -328,7 +330,7 @@ pub fn enabled_provider(ctx: &mut Context, role: &Role) {
             "no `{key}`: every field the contract shows is required for an enabled {} surface, and none has a default",
             if is_adapter { "adapter" } else { "provider" }
         );
-        ctx.lint(MISSING_FIELD, file, at.as_ref(), key, message);
+        ctx.lint(MISSING_FIELD, file, at.as_ref(), &key, message);
     }
 }
 

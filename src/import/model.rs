@@ -84,20 +84,29 @@ pub struct BoundaryKeys {
     pub specification: Option<PathBuf>,
 }
 
+/// The seven limits of the platform's contract, in the order it writes them.
+pub const LIMIT_KEYS: [&str; 7] = [
+    "request_bytes",
+    "response_bytes",
+    "timeout_seconds",
+    "concurrent_requests",
+    "page_size",
+    "result_items",
+    "stream_seconds",
+];
+
 /// Every limit that is set, by its key, in the order the platform writes them.
 pub fn limit_entries(l: &ProviderLimits) -> Vec<(&'static str, u64)> {
-    [
-        ("request_bytes", l.request_bytes),
-        ("response_bytes", l.response_bytes),
-        ("timeout_seconds", l.timeout_seconds),
-        ("concurrent_requests", l.concurrent_requests.map(u64::from)),
-        ("page_size", l.page_size.map(u64::from)),
-        ("result_items", l.result_items.map(u64::from)),
-        ("stream_seconds", l.stream_seconds),
-    ]
-    .into_iter()
-    .filter_map(|(k, v)| v.map(|v| (k, v)))
-    .collect()
+    let values = [
+        l.request_bytes,
+        l.response_bytes,
+        l.timeout_seconds,
+        l.concurrent_requests.map(u64::from),
+        l.page_size.map(u64::from),
+        l.result_items.map(u64::from),
+        l.stream_seconds,
+    ];
+    LIMIT_KEYS.into_iter().zip(values).filter_map(|(k, v)| v.map(|v| (k, v))).collect()
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -432,7 +432,7 @@ fn summary(role: &Role, m: &McpFile) -> String {
     s
 }
 
-fn limits(decl: Option<&LimitsDecl>) -> ProviderLimits {
+pub(super) fn limits(decl: Option<&LimitsDecl>) -> ProviderLimits {
     let Some(l) = decl else { return ProviderLimits::default() };
     ProviderLimits {
         request_bytes: l.request_bytes.map(|v| v.0),
