@@ -39,7 +39,7 @@ const get = async (path) => {
 
 /// In deploy order: the provider that refuses n8n's key last (its recreate of `legacy`
 /// is the only one).
-const BROKEN: [&str; 3] = ["include-all", "trigger-auth-none", "refused-key"];
+const BROKEN: [&str; 4] = ["include-all", "trigger-auth-none", "refused-key", "bearer-in-notes"];
 
 #[test]
 fn n8n_reference_stack_and_every_broken_variant() {

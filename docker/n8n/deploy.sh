@@ -37,6 +37,10 @@ def need(var):
     return os.environ[var]
 for w in spec["workflows"] + ([spec["server"]] if spec.get("server") else []):
     w["key"] = need(w.pop("key_env"))
+    if "notes_env" in w:
+        w["notes"] = "call it with Bearer " + need(w.pop("notes_env"))
+for h in spec.get("human", []):
+    h["sticky"] = "the token, for when the credential breaks: " + need(h.pop("sticky_env"))
 spec.setdefault("prefix", "infinito:")
 spec["owner"] = {"email": "owner@cordon.test", "password": need("N8N_OWNER_PASSWORD")}
 spec["model"] = {"base_url": "http://model:9100/v1", "key": need("MODEL_KEY")}

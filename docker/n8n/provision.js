@@ -96,8 +96,22 @@ function clientWorkflow(prefix, w, bearerId, modelId) {
                     ...(w.include === 'all' ? {} : { includeTools: w.tools }),
                 },
                 credentials: { httpBearerAuth: { id: bearerId, name: `${prefix}${w.provider}` } },
+                ...(w.notes ? { notes: w.notes } : {}),
             },
         ],
+    };
+}
+
+// A workflow a person made beside the managed ones: a Sticky Note and nothing else.
+function humanWorkflow(h) {
+    return {
+        name: h.name,
+        settings: { executionOrder: 'v1' },
+        connections: {},
+        nodes: [{
+            id: 'note', name: 'Sticky Note', type: 'n8n-nodes-base.stickyNote', typeVersion: 1, position: [0, 0],
+            parameters: { content: h.sticky },
+        }],
     };
 }
 
@@ -156,7 +170,10 @@ async function main() {
             } while (cursor);
             return out;
         };
-        for (const w of (await listAll('/api/v1/workflows')).filter((w) => w.name.startsWith(prefix))) {
+        // The managed workflows, and the stand-ins for a person's workflows a test variant
+        // made before (named `cordon-test-person: ...`; nothing else a person made is touched).
+        const ours = (w) => w.name.startsWith(prefix) || w.name.startsWith('cordon-test-person: ');
+        for (const w of (await listAll('/api/v1/workflows')).filter(ours)) {
             await ok('DELETE', `/api/v1/workflows/${w.id}`, undefined, K);
         }
         // The public API cannot list credentials; the REST API can, as the owner.
@@ -179,6 +196,10 @@ async function main() {
             const id = await bearer(w.provider, w.key);
             const body = clientWorkflow(prefix, w, id, model.id);
             await activate(`${prefix}${w.provider} -> ${w.url} (include ${w.include || 'selected'} [${(w.tools || []).join(', ')}])`, body);
+        }
+        for (const h of spec.human || []) {
+            await ok('POST', '/api/v1/workflows', humanWorkflow(h), K);
+            say(`workflow ${h.name} (made by a person: a Sticky Note)`);
         }
         if (spec.server) {
             const s = spec.server;

@@ -1,5 +1,5 @@
 //! Gathering observations through n8n's API: every workflow with its MCP Client Tool and
-//! MCP Server Trigger nodes (and any scenario credential found in a node's parameters),
+//! MCP Server Trigger nodes (and any scenario credential found anywhere in it),
 //! a run of a managed workflow through its production webhook read back from n8n's own
 //! execution record, and what the MCP Server Trigger's endpoint serves. Runs in the n8n
 //! container's namespace; the executions a run leaves are recorded in
@@ -47,11 +47,17 @@ pub fn workflow_seen(w: &Value, credentials: &Redactor) -> WorkflowSeen {
         active: w.get("active").and_then(Value::as_bool).unwrap_or(false),
         ..WorkflowSeen::default()
     };
+    // Every field of the workflow as the API returns it (staticData, pinData, settings,
+    // meta, ...) and of each node (parameters, notes, a Sticky Note's content): a bearer
+    // belongs in none of them. A node's `credentials` are references (id and name) to
+    // n8n's own store, the one place it may sit.
+    for (key, value) in w.as_object().into_iter().flatten().filter(|(k, _)| k.as_str() != "nodes") {
+        leaks_in(value, key, credentials, &mut seen.leaks);
+    }
     let nodes = w.get("nodes").and_then(Value::as_array).cloned().unwrap_or_default();
     for (i, node) in nodes.iter().enumerate() {
-        // Parameters are where a bearer does not belong; credentials are references.
-        if let Some(p) = node.get("parameters") {
-            leaks_in(p, &format!("nodes[{i}] `{}`.parameters", s(node, "/name")), credentials, &mut seen.leaks);
+        for (key, value) in node.as_object().into_iter().flatten().filter(|(k, _)| k.as_str() != "credentials") {
+            leaks_in(value, &format!("nodes[{i}] `{}`.{key}", s(node, "/name")), credentials, &mut seen.leaks);
         }
         let p = |key: &str| node.pointer(&format!("/parameters/{key}"));
         let text = |key: &str, default: &str| p(key).and_then(Value::as_str).unwrap_or(default).to_string();

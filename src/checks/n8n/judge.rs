@@ -23,6 +23,8 @@ pub struct WantedClient {
     pub url: String,
     pub allowlist: Vec<String>,
     pub read: Option<ReadSpec>,
+    /// The scenario's id of the provider's credential.
+    pub credential: String,
 }
 
 impl WantedClient {
@@ -34,8 +36,19 @@ impl WantedClient {
             url: provider.url.to_string(),
             allowlist: provider.tools.allowlist.clone(),
             read: provider.read.clone(),
+            credential: provider.credential.clone(),
         }
     }
+}
+
+fn leak_finding(w: &WorkflowSeen, leak: &crate::webapp::Leak) -> Finding {
+    Finding::new(
+        FindingKind::SecretInPlain,
+        "workflow `{workflow}` holds the value of credential `{credential}` in {field} (only n8n's credential store may hold it)",
+    )
+    .fact("workflow", &w.name)
+    .fact("credential", &leak.credential)
+    .fact("field", &leak.field)
 }
 
 /// The managed workflow of the provider, or the finding that there is not exactly one.
@@ -89,17 +102,13 @@ pub fn judge_client_config(workflows: &[WorkflowSeen], want: &WantedClient) -> V
                     .fact("workflow", &w.name),
             );
         }
-        for leak in &w.leaks {
-            findings.push(
-                Finding::new(
-                    FindingKind::SecretInPlain,
-                    "workflow `{workflow}` holds the value of credential `{credential}` in {field} (only n8n's credential store may hold it)",
-                )
-                .fact("workflow", &w.name)
-                .fact("credential", &leak.credential)
-                .fact("field", &leak.field),
-            );
-        }
+    }
+    // Its managed workflow holds no credential at all, and no other workflow (managed or
+    // made by a person) holds the provider's.
+    for w in workflows {
+        let ours = workflow.is_some_and(|x| x.id == w.id);
+        let leaks = w.leaks.iter().filter(|l| ours || l.credential == want.credential);
+        findings.extend(leaks.map(|leak| leak_finding(w, leak)));
     }
     for (w, n) in nodes {
         let at =
@@ -249,7 +258,7 @@ pub fn judge_server(
             ];
         }
     };
-    let mut findings = Vec::new();
+    let mut findings: Vec<Finding> = w.leaks.iter().map(|leak| leak_finding(w, leak)).collect();
     let at = |f: Finding| f.fact("node", &t.node).fact("workflow", &w.name);
     if t.type_version < 2.0 {
         findings.push(at(drift(

@@ -217,6 +217,7 @@ fn exposure(tools: &[&str]) -> ExposureSeen {
 #[case::inactive(|w: &mut WorkflowSeen, _: &mut TriggerSeen| w.active = false, &["calculator"], Some("is inactive although the provider is enabled"))]
 #[case::extra_tool(|_: &mut WorkflowSeen, _: &mut TriggerSeen| {}, &["calculator", "wikipedia"], Some("exposes [calculator, wikipedia] (tool nodes [Calculator]), the allowlist is [calculator]"))]
 #[case::other_path(|_: &mut WorkflowSeen, t: &mut TriggerSeen| t.path = "elsewhere".into(), &["calculator"], Some("no MCP Server Trigger serves path `cordon-tools`"))]
+#[case::bearer_in_its_workflow(|w: &mut WorkflowSeen, _: &mut TriggerSeen| w.leaks = vec![Leak { field: "staticData.global.token".into(), credential: "n8n-tools-token".into() }], &["calculator"], Some("holds the value of credential `n8n-tools-token` in staticData.global.token"))]
 fn each_server_rule_fails_alone(
     #[case] breaks: fn(&mut WorkflowSeen, &mut TriggerSeen),
     #[case] served: &[&str],
@@ -243,4 +244,52 @@ fn a_disabled_server_must_be_inactive_and_two_triggers_on_one_path_fail() {
     assert!(findings[0].sentence().contains("is active although the provider is disabled"), "{findings:?}");
     let findings = judge_server(&provider("n8n-tools"), "cordon-tools", &[(&w, &t), (&w, &t)], None);
     assert!(findings[0].sentence().contains("2 MCP Server Triggers serve path `cordon-tools`"));
+}
+
+/// Every field of a workflow is read, for every workflow: a bearer in a node's notes, in
+/// a Sticky Note, in `staticData` or `pinData` is found; a credential reference is not.
+#[test]
+fn a_bearer_anywhere_in_any_workflow_is_found() {
+    let redactor = crate::secret::Redactor::new();
+    redactor.register("legacy-token", "legacy-bearer-value-0123456789".into());
+    let token = "legacy-bearer-value-0123456789";
+    let w = serde_json::json!({
+        "id": "h1",
+        "name": "my notes",
+        "active": false,
+        "staticData": {"global": {"seen": format!("Bearer {token}")}},
+        "pinData": {"Webhook": [{"json": {"auth": token}}]},
+        "nodes": [
+            {"name": "HTTP", "type": "n8n-nodes-base.httpRequest", "notes": format!("use {token}"),
+             "credentials": {"httpBearerAuth": {"id": "7", "name": "infinito:legacy"}}, "parameters": {}},
+            {"name": "Note", "type": "n8n-nodes-base.stickyNote", "parameters": {"content": token}}
+        ]
+    });
+    let seen = crate::n8n::gather::workflow_seen(&w, &redactor);
+    let fields: Vec<&str> = seen.leaks.iter().map(|l| l.field.as_str()).collect();
+    for field in [
+        "staticData.global.seen",
+        "pinData.Webhook[0].json.auth",
+        "nodes[0] `HTTP`.notes",
+        "nodes[1] `Note`.parameters.content",
+    ] {
+        assert!(fields.contains(&field), "{field} in {fields:?}");
+    }
+    assert!(fields.iter().all(|f| !f.contains("credentials")), "{fields:?}");
+    // A workflow a person made, holding the provider's bearer, fails the provider's check;
+    // the managed one passes.
+    let mut human = workflow();
+    human.id = "h1".into();
+    human.name = "my notes".into();
+    human.clients.clear();
+    human.leaks = seen.leaks.clone();
+    let want = WantedClient { credential: "legacy-token".into(), ..want() };
+    let findings = judge_client_config(&[workflow(), human.clone()], &want);
+    assert_eq!(findings.len(), 4, "{findings:#?}");
+    assert!(
+        findings.iter().all(|f| f.kind == FindingKind::SecretInPlain && f.sentence().contains("workflow `my notes`"))
+    );
+    // Another provider's check does not report it (each leak under its own provider).
+    let other = WantedClient { credential: "notes-token".into(), ..want };
+    assert!(judge_client_config(&[workflow(), human], &other).is_empty());
 }
