@@ -50,7 +50,35 @@ impl Deployed {
         let _ = deployed.deploy("down", &[]);
         let out = deployed.deploy("up", overrides);
         assert!(out.status.success(), "deploying {} failed:\n{}", deployed.stack, String::from_utf8_lossy(&out.stderr));
+        deployed.converged(Duration::from_secs(180));
         deployed
+    }
+
+    /// Waits (at most `limit`) until every service of the stack runs all its replicas:
+    /// cordon's deadline is for its checks, and a busy engine (several stacks deploying
+    /// at once on two cores) can take longer than that to start a stack. Past the limit
+    /// the run goes on, and cordon says what had not converged.
+    fn converged(&self, limit: Duration) {
+        let started = Instant::now();
+        let label = format!("label=com.docker.stack.namespace={}", self.stack);
+        while started.elapsed() < limit {
+            let out = Command::new("docker")
+                .args(["service", "ls", "--filter", &label, "--format", "{{.Replicas}}"])
+                .output()
+                .expect("docker");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let all_running = out.status.success()
+                && !text.trim().is_empty()
+                && text.lines().all(|l| {
+                    let counts = l.split_whitespace().next().unwrap_or_default();
+                    counts.split_once('/').is_some_and(|(running, wanted)| running == wanted)
+                });
+            if all_running {
+                return;
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        eprintln!("{}: not every replica runs after {:.0}s; cordon runs anyway", self.stack, limit.as_secs_f64());
     }
 
     fn deploy(&self, cmd: &str, overrides: &[PathBuf]) -> std::process::Output {
