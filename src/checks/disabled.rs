@@ -573,15 +573,17 @@ pub fn judge_surface(
     Attempt::from_findings(findings, evidence)
 }
 
-/// Whether an answer at a switched-off surface's path shows the surface: a refusal of
-/// the credential (something guards the path), or an MCP answer (JSON-RPC or an event
-/// stream). What an app says of a path it does not serve (404, 405, its HTML page) does
-/// not.
+/// Whether an answer at a switched-off surface's path shows the surface, by what the
+/// server did: a JSON-RPC message, an event stream or a tool inventory in the body; a
+/// refusal that asks for a bearer (401/403 with a `Bearer` challenge, or none); MCP's
+/// answer to a wrong `Accept` (406). What an app does at a path it does not serve (404,
+/// 405, its HTML page, its own JSON, a site-wide `Basic` login) does not.
 fn shows_the_surface(e: &Exchange) -> bool {
-    let mcp_body = matches!(e.media_type().as_deref(), Some("application/json" | "text/event-stream"));
-    matches!(e.status, 401 | 403 | 406)
-        || (e.www_authenticate.is_some())
-        || ((200..300).contains(&e.status) && mcp_body)
+    let speaks_mcp = !e.body.messages.is_empty() || e.body.endpoint_event || e.body.inventory;
+    let stream = (200..300).contains(&e.status) && e.is_event_stream();
+    let bearer_wanted = matches!(e.status, 401 | 403)
+        && e.www_authenticate.as_deref().is_none_or(|w| w.trim_start().to_ascii_lowercase().starts_with("bearer"));
+    speaks_mcp || stream || bearer_wanted || e.status == 406
 }
 
 /// The name resolves to nothing outside the wildcard set.
@@ -794,25 +796,31 @@ mod tests {
     /// A native surface switched off in an app that keeps running: the app's name and
     /// port answer, only what shows the MCP surface at the path fails.
     #[rstest::rstest]
-    #[case::not_found(404, None, true)]
-    #[case::method_not_allowed(405, None, true)]
-    #[case::the_apps_own_page(200, Some("text/html; charset=utf-8"), true)]
-    #[case::a_redirect_to_its_login(302, Some("text/html"), true)]
-    #[case::a_refused_credential(401, Some("application/json"), false)]
-    #[case::forbidden(403, None, false)]
-    #[case::an_mcp_answer(200, Some("application/json"), false)]
-    #[case::an_event_stream(200, Some("text/event-stream"), false)]
+    #[case::not_found(404, None, None, false, true)]
+    #[case::method_not_allowed(405, None, None, false, true)]
+    #[case::the_apps_own_page(200, Some("text/html; charset=utf-8"), None, false, true)]
+    #[case::a_redirect_to_its_login(302, Some("text/html"), None, false, true)]
+    #[case::the_apps_own_json(200, Some("application/json"), None, false, true)]
+    #[case::a_site_wide_basic_login(401, Some("text/html"), Some("Basic realm=\"intranet\""), false, true)]
+    #[case::a_refused_credential(401, Some("application/json"), None, false, false)]
+    #[case::a_bearer_challenge(401, None, Some("Bearer resource_metadata=\"http://wiki/.well-known\""), false, false)]
+    #[case::forbidden(403, None, None, false, false)]
+    #[case::an_mcp_answer(200, Some("application/json"), None, true, false)]
+    #[case::an_event_stream(200, Some("text/event-stream"), None, false, false)]
     fn a_path_of_a_running_app_is_dark_unless_the_surface_answers(
         #[case] status: u16,
         #[case] content_type: Option<&str>,
+        #[case] challenge: Option<&str>,
+        #[case] json_rpc: bool,
         #[case] dark_path: bool,
     ) {
         let mut l = dark("client a");
         l.name.as_mut().unwrap().answer.addrs = vec!["10.0.1.9".parse().unwrap()];
         l.knocks = vec![("10.0.1.9:8000".parse().unwrap(), Ok(()))];
         let ask = Ask::new(EntryPoint::ToolsList);
-        let mut e = exchange(ask.clone(), status, false);
+        let mut e = exchange(ask.clone(), status, json_rpc);
         e.content_type = content_type.map(str::to_string);
+        e.www_authenticate = challenge.map(str::to_string);
         l.answers = vec![("10.0.1.9:8000".parse().unwrap(), Try { ask, outcome: Ok(e) })];
         let attempt = judge_surface("u", std::slice::from_ref(&l), vec![], None, Dark::PathOnly);
         assert_eq!(attempt.is_pass(), dark_path, "{attempt:?}");

@@ -57,7 +57,8 @@ fn owned_like(base: &Path, path: &Path) {
     }
     let made = path.ancestors().take_while(|a| *a != base).filter(|a| !a.as_os_str().is_empty());
     for p in made {
-        let _ = std::os::unix::fs::chown(p, Some(owner.uid()), Some(owner.gid()));
+        // lchown: a link in the way is given away itself, never what it points at.
+        let _ = std::os::unix::fs::lchown(p, Some(owner.uid()), Some(owner.gid()));
     }
 }
 
