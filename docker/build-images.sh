@@ -37,6 +37,13 @@ if ! $print_binary; then
     docker info >/dev/null 2>&1 || die "docker engine not reachable (start dockerd)"
 fi
 
+# Test binaries run side by side and each builds the images once: one build at a time,
+# so two never tag, or prune, over each other (the engine refuses a second prune).
+if command -v flock >/dev/null; then
+    exec 9>"${TMPDIR:-/tmp}/cordon-build-images.lock"
+    flock 9
+fi
+
 # The static fixture binary, where cargo put it (docker/static-binary.sh).
 build_fixture() {
     bash "$here/static-binary.sh" "$repo/fixtures/Cargo.toml" cordon-fixture
@@ -80,7 +87,9 @@ mkdir -p "$ctx/stage" && cp "$busybox" "$ctx/stage/busybox" && chmod 0755 "$ctx/
 build "$busybox_tag" busybox "$ctx/stage/busybox"
 
 say "removing dangling images left by earlier builds (label org.cordon.fixture=1 only)"
-run docker image prune -f --filter label=org.cordon.fixture=1 >/dev/null
+# Housekeeping only: a prune another process holds is no reason to fail the build.
+run docker image prune -f --filter label=org.cordon.fixture=1 >/dev/null \
+    || say "prune skipped (the engine is busy with another); the images are built"
 
 say "smoke test"
 run docker run --rm --network none "$fixture_tag" --version
