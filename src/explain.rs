@@ -46,7 +46,7 @@ pub fn describe(name: &CheckName) -> Option<(&'static str, &'static str)> {
             "the first admitted client that shares a network with the provider, else the provider's own container",
         ),
         (Family::Contract, Some("arguments")) => (
-            "(strict_arguments) the read tool with an argument its schema does not describe, a tool with a required argument missing, and a tool that declares no inputs given one, are each refused where the read itself is served",
+            "(strict_arguments) the read tool with an argument its schema does not describe, a tool with a required argument missing, a tool that declares no inputs given one, and every other allowlisted tool given one beside arguments its schema describes, are each refused where the same call without it is served",
             "the first admitted client that shares a network with the provider, else the provider's own container",
         ),
         (Family::Contract, Some("limits")) => (

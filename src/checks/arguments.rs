@@ -2,9 +2,12 @@
 //! `strict_arguments` (the platform's adapters must refuse "an argument the tool's own
 //! schema does not describe"): at every replica, in every era, the read tool called with
 //! one argument its schema does not describe is refused; a tool called with a required
-//! argument missing is refused; a tool that declares no inputs takes none. The read with
-//! its own arguments, in the same session, is the control: a refusal counts only where
-//! the right call is served.
+//! argument missing is refused; a tool that declares no inputs takes none; every other
+//! allowlisted tool whose schema is known, called with arguments its schema describes
+//! (defaults, examples, enums, or a plain value of the declared type), refuses the same
+//! call with one argument more. The read with its own arguments, in the same session, is
+//! the control: a refusal counts only where the right call is served, and each other tool
+//! has its own control (the same call without the stray argument).
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -28,6 +31,8 @@ use crate::secret::Secret;
 pub const STRAY_ARGUMENT: &str = "cordon_undeclared_argument";
 /// Tools without inputs called with a stray argument, at most, per session.
 const NO_INPUT_TOOLS: usize = 8;
+/// Other tools with inputs called with and without a stray argument, at most, per session.
+const WITH_INPUT_TOOLS: usize = 8;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     super::vantage::for_enabled_providers(scenario, "arguments", |id| ArgumentsCheck { provider: id.to_string() })
@@ -55,6 +60,19 @@ pub struct ArgumentsPlan {
 pub struct ArgumentCase {
     pub sent: Sent,
     pub answer: CallAnswer,
+    /// The same call without what makes it wrong, where the read is not the control.
+    #[serde(default)]
+    pub control: Option<CallAnswer>,
+}
+
+/// A call to make: what is sent, to which tool, with which arguments, and the arguments
+/// of its own control call (none: the read is its control).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Planned {
+    pub sent: Sent,
+    pub tool: String,
+    pub arguments: Value,
+    pub control: Option<Value>,
 }
 
 /// What a call that must be refused sent.
@@ -68,6 +86,8 @@ pub enum Sent {
     NoArguments { tool: String, argument: String },
     /// A tool that declares no inputs, with the argument no schema declares.
     StrayToNoInputs { tool: String },
+    /// Another tool, with arguments its schema describes and the one no schema declares.
+    StrayToTool { tool: String },
 }
 
 impl Sent {
@@ -86,6 +106,11 @@ impl Sent {
             Sent::StrayToNoInputs { tool } => {
                 ("`{tool}`, which declares no inputs, with the argument `{argument}`", tool, STRAY_ARGUMENT)
             }
+            Sent::StrayToTool { tool } => (
+                "`{tool}`, with arguments its schema describes and the undeclared argument `{argument}`",
+                tool,
+                STRAY_ARGUMENT,
+            ),
         };
         Finding::new(kind, template).fact("tool", tool).fact("argument", argument)
     }
@@ -162,22 +187,24 @@ impl ArgumentsPlan {
         let tools = client.list_tools(session).await.unwrap_or_default();
         let callable: Vec<&Tool> =
             tools.iter().filter(|t| self.allowlist.contains(&t.name) && !self.never_call.contains(&t.name)).collect();
-        for (sent, tool, args) in cases(read, &callable, &mut seen.notes) {
-            let answer = call(tool, args).await;
-            seen.cases.push(ArgumentCase { sent, answer });
+        for planned in cases(read, &callable, &mut seen.notes) {
+            let control = match planned.control {
+                Some(args) => Some(call(planned.tool.clone(), args).await),
+                None => None,
+            };
+            let answer = call(planned.tool, planned.arguments).await;
+            seen.cases.push(ArgumentCase { sent: planned.sent, answer, control });
         }
         seen
     }
 }
 
-/// Pure: the calls to make — (what is sent, tool, arguments).
-pub fn cases(read: &ReadSpec, tools: &[&Tool], notes: &mut Vec<String>) -> Vec<(Sent, String, Value)> {
+/// Pure: the calls to make.
+pub fn cases(read: &ReadSpec, tools: &[&Tool], notes: &mut Vec<String>) -> Vec<Planned> {
+    let plain =
+        |sent: Sent, tool: &str, arguments: Value| Planned { sent, tool: tool.to_string(), arguments, control: None };
     let mut out = Vec::new();
-    let mut stray = read.arguments.clone();
-    if let Some(map) = stray.as_object_mut() {
-        map.insert(STRAY_ARGUMENT.into(), json!("x"));
-    }
-    out.push((Sent::StrayToRead { tool: read.tool.clone() }, read.tool.clone(), stray));
+    out.push(plain(Sent::StrayToRead { tool: read.tool.clone() }, &read.tool, with_stray(&read.arguments)));
     let read_schema = tools.iter().find(|t| t.name == read.tool).map(|t| schema_of(t));
     let read_required: Vec<String> = read_schema
         .as_ref()
@@ -191,30 +218,102 @@ pub fn cases(read: &ReadSpec, tools: &[&Tool], notes: &mut Vec<String>) -> Vec<(
         if let Some(map) = args.as_object_mut() {
             map.remove(missing);
         }
-        out.push((
+        out.push(plain(
             Sent::ReadWithoutRequired { tool: read.tool.clone(), argument: missing.clone() },
-            read.tool.clone(),
+            &read.tool,
             args,
         ));
     } else if let Some((tool, first)) =
         tools.iter().find_map(|t| required(&schema_of(t)).first().map(|r| (t.name.clone(), r.clone())))
     {
-        out.push((Sent::NoArguments { tool: tool.clone(), argument: first }, tool, json!({})));
+        out.push(plain(Sent::NoArguments { tool: tool.clone(), argument: first }, &tool, json!({})));
     } else {
         notes.push("no served tool declares a required argument: a missing one cannot be tried".into());
     }
-    let no_inputs: Vec<&str> = tools
-        .iter()
-        .filter(|t| t.name != read.tool && declares_no_inputs(&schema_of(t)))
-        .map(|t| t.name.as_str())
-        .collect();
+    let others: Vec<&Tool> = tools.iter().copied().filter(|t| t.name != read.tool).collect();
+    let no_inputs: Vec<&str> =
+        others.iter().filter(|t| declares_no_inputs(&schema_of(t))).map(|t| t.name.as_str()).collect();
     if no_inputs.len() > NO_INPUT_TOOLS {
         notes.push(format!("{} tools declare no inputs; the first {NO_INPUT_TOOLS} are tried", no_inputs.len()));
     }
     for tool in no_inputs.into_iter().take(NO_INPUT_TOOLS) {
-        out.push((Sent::StrayToNoInputs { tool: tool.to_string() }, tool.to_string(), json!({ STRAY_ARGUMENT: "x" })));
+        out.push(plain(Sent::StrayToNoInputs { tool: tool.to_string() }, tool, json!({ STRAY_ARGUMENT: "x" })));
+    }
+    let with_inputs: Vec<&Tool> = others.into_iter().filter(|t| !declares_no_inputs(&schema_of(t))).collect();
+    if with_inputs.len() > WITH_INPUT_TOOLS {
+        notes.push(format!("{} other tools take inputs; the first {WITH_INPUT_TOOLS} are tried", with_inputs.len()));
+    }
+    for tool in with_inputs.into_iter().take(WITH_INPUT_TOOLS) {
+        let schema = schema_of(tool);
+        if schema.get("additionalProperties").is_some_and(|a| a.as_bool() != Some(false)) {
+            notes.push(format!(
+                "`{}`'s schema describes arguments beyond its properties (additionalProperties): a stray one is not tried",
+                crate::text::sanitize(&tool.name)
+            ));
+            continue;
+        }
+        match arguments_from_schema(&schema) {
+            Ok(arguments) => out.push(Planned {
+                sent: Sent::StrayToTool { tool: tool.name.clone() },
+                tool: tool.name.clone(),
+                arguments: with_stray(&arguments),
+                control: Some(arguments),
+            }),
+            Err(why) => notes.push(format!(
+                "`{}`: no call its schema accepts can be made ({why}): a stray argument is not tried",
+                crate::text::sanitize(&tool.name)
+            )),
+        }
     }
     out
+}
+
+fn with_stray(arguments: &Value) -> Value {
+    let mut stray = arguments.clone();
+    if let Some(map) = stray.as_object_mut() {
+        map.insert(STRAY_ARGUMENT.into(), json!("x"));
+    }
+    stray
+}
+
+/// Pure: arguments a schema describes, its required ones only: each property's
+/// `default`, first `examples`, `const` or first `enum` value, else a plain value of its
+/// type. `Err` names the property no value can be made for.
+pub fn arguments_from_schema(schema: &Value) -> Result<Value, String> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let mut out = serde_json::Map::new();
+    for name in required(schema) {
+        let property = properties
+            .and_then(|p| p.get(&name))
+            .ok_or_else(|| format!("required `{name}` is not among its properties"))?;
+        out.insert(name.clone(), value_for(property).ok_or_else(|| format!("no value for `{name}`: {property}"))?);
+    }
+    Ok(Value::Object(out))
+}
+
+fn value_for(property: &Value) -> Option<Value> {
+    if let Some(v) = property.get("default").or_else(|| property.get("const")) {
+        return Some(v.clone());
+    }
+    for list in ["examples", "enum"] {
+        if let Some(v) = property.get(list).and_then(Value::as_array).and_then(|a| a.first()) {
+            return Some(v.clone());
+        }
+    }
+    let kind = match property.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        // `["string", "null"]`: the first type that is not null.
+        Some(Value::Array(types)) => types.iter().filter_map(Value::as_str).find(|t| *t != "null")?,
+        _ => return None,
+    };
+    Some(match kind {
+        "string" => json!("cordon"),
+        "integer" | "number" => json!(property.get("minimum").and_then(Value::as_i64).unwrap_or(1)),
+        "boolean" => json!(false),
+        "array" => json!([]),
+        "object" => json!({}),
+        _ => return None,
+    })
 }
 
 fn schema_of(tool: &Tool) -> Value {
@@ -314,6 +413,19 @@ pub fn judge(observed: &[ArgumentSession], mut evidence: Vec<String>) -> Attempt
             _ => {}
         }
         for case in &s.cases {
+            if let Some(control) = &case.control {
+                evidence.push(format!("{era}: the same call without `{STRAY_ARGUMENT}` → {control}"));
+                if control.not_ready() {
+                    not_ready.push(format!("{era}: {}: its control is not answered yet ({control})", case.sent));
+                    continue;
+                }
+                if !control.served() {
+                    // Arguments made from a schema alone may be refused for their values:
+                    // nothing to compare the stray call with, for this tool.
+                    evidence.push(format!("{era}: {}: not judged, the same call without it is not served", case.sent));
+                    continue;
+                }
+            }
             let line = format!("{era}: {} → {}", case.sent, case.answer);
             evidence.push(line.clone());
             if case.answer.refused() {
@@ -357,7 +469,7 @@ mod tests {
         let status = tool("status", json!({"type": "object", "properties": {}}));
         let mut notes = vec![];
         let c = cases(&read("add", json!({"a": 2, "b": 3})), &[&add, &status], &mut notes);
-        let whats: Vec<String> = c.iter().map(|(w, _, _)| w.to_string()).collect();
+        let whats: Vec<String> = c.iter().map(|p| p.sent.to_string()).collect();
         assert_eq!(
             whats,
             [
@@ -366,15 +478,71 @@ mod tests {
                 "`status`, which declares no inputs, with the argument `cordon_undeclared_argument`",
             ]
         );
-        assert_eq!(c[0].2, json!({"a": 2, "b": 3, "cordon_undeclared_argument": "x"}));
-        assert_eq!(c[1].2, json!({"b": 3}));
+        assert_eq!(c[0].arguments, json!({"a": 2, "b": 3, "cordon_undeclared_argument": "x"}));
+        assert_eq!(c[1].arguments, json!({"b": 3}));
         // A read without required arguments borrows another tool's; none at all is noted.
-        let get = tool("get_item", json!({"properties": {"id": {}}, "required": ["id"]}));
+        let get = tool("get_item", json!({"properties": {"id": {"type": "string"}}, "required": ["id"]}));
         let c = cases(&read("status", json!({})), &[&status, &get], &mut notes);
-        assert_eq!(c[1].0.to_string(), "`get_item` without its required argument `id` (no arguments at all)");
+        assert_eq!(c[1].sent.to_string(), "`get_item` without its required argument `id` (no arguments at all)");
         let c = cases(&read("status", json!({})), &[&status], &mut notes);
         assert_eq!(c.len(), 1);
         assert!(notes[0].contains("no served tool declares a required argument"));
+    }
+
+    #[test]
+    fn every_other_tool_with_inputs_gets_a_stray_argument_beside_its_own_control() {
+        let status = tool("get_status", json!({"type": "object", "properties": {}}));
+        let get =
+            tool("get_item", json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}));
+        let search = tool(
+            "search",
+            json!({"properties": {"query": {"type": ["string", "null"]}, "kind": {"enum": ["issue", "pr"]},
+                   "limit": {"type": "integer", "default": 5}}, "required": ["query", "kind"]}),
+        );
+        let open = tool("open", json!({"properties": {"q": {"type": "string"}}, "additionalProperties": true}));
+        let odd = tool("odd", json!({"properties": {"x": {}}, "required": ["x"]}));
+        let mut notes = vec![];
+        let c = cases(&read("get_status", json!({})), &[&status, &get, &search, &open, &odd], &mut notes);
+        let strays: Vec<&Planned> = c.iter().filter(|p| matches!(p.sent, Sent::StrayToTool { .. })).collect();
+        assert_eq!(strays.len(), 2, "{c:?}");
+        assert_eq!(strays[0].control, Some(json!({"id": "cordon"})));
+        assert_eq!(strays[0].arguments, json!({"id": "cordon", "cordon_undeclared_argument": "x"}));
+        assert_eq!(strays[1].control, Some(json!({"query": "cordon", "kind": "issue"})));
+        assert_eq!(
+            strays[0].sent.to_string(),
+            "`get_item`, with arguments its schema describes and the undeclared argument `cordon_undeclared_argument`"
+        );
+        assert!(notes.iter().any(|n| n.contains("`open`'s schema describes arguments beyond")), "{notes:?}");
+        assert!(notes.iter().any(|n| n.contains("`odd`: no call its schema accepts can be made")), "{notes:?}");
+    }
+
+    #[test]
+    fn a_stray_argument_counts_only_where_the_same_call_without_it_is_served() {
+        let stray_to_get = |control: CallAnswer, answer: CallAnswer| ArgumentSession {
+            cases: vec![ArgumentCase {
+                sent: Sent::StrayToTool { tool: "get_item".into() },
+                answer,
+                control: Some(control),
+            }],
+            ..session(ok(), vec![])
+        };
+        let refused = CallAnswer::RpcError { code: -32600, message: "undeclared_argument".into() };
+        assert!(judge(&[stray_to_get(ok(), refused.clone())], vec![]).is_pass());
+        match judge(&[stray_to_get(ok(), ok())], vec![]) {
+            Attempt::Fail { findings, .. } => assert!(
+                findings[0].sentence().contains("`get_item`, with arguments its schema describes and the undeclared argument `cordon_undeclared_argument` was not refused"),
+                "{}",
+                findings[0].sentence()
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Its own arguments refused (a value the schema allows but the tool does not know):
+        // nothing to compare with, so no verdict from this tool either way.
+        let not_found = CallAnswer::Result { is_error: true, text: "no such item".into(), structured: false, items: 1 };
+        let a = judge(&[stray_to_get(not_found, ok())], vec![]);
+        assert!(a.is_pass(), "{a:?}");
+        let busy = CallAnswer::Http { status: 503, body: "busy".into() };
+        assert!(matches!(judge(&[stray_to_get(busy, ok())], vec![]), Attempt::NotReady { .. }));
     }
 
     fn session(control: CallAnswer, answers: Vec<CallAnswer>) -> ArgumentSession {
@@ -384,7 +552,11 @@ mod tests {
             control: Some(control),
             cases: answers
                 .into_iter()
-                .map(|answer| ArgumentCase { sent: Sent::StrayToRead { tool: "get_status".into() }, answer })
+                .map(|answer| ArgumentCase {
+                    sent: Sent::StrayToRead { tool: "get_status".into() },
+                    answer,
+                    control: None,
+                })
                 .collect(),
             notes: vec![],
         }
