@@ -21,7 +21,7 @@ case "$app" in
         secrets=(NATIVE_TOKEN FILES_TOKEN LEGACY_TOKEN WIKI_TOKEN MODEL_KEY FLOWISE_ADMIN_PASSWORD FLOWISE_SECRET_KEY) ;;
     n8n)
         export CORDON_SUBNET=198.19
-        secrets=(LEGACY_TOKEN NOTES_TOKEN N8N_MCP_TOKEN MODEL_KEY N8N_OWNER_PASSWORD N8N_ENCRYPTION_KEY) ;;
+        secrets=(LEGACY_TOKEN NOTES_TOKEN N8N_MCP_TOKEN WIKI_TOKEN MODEL_KEY N8N_OWNER_PASSWORD N8N_ENCRYPTION_KEY) ;;
     *) echo "client-demo.sh: unknown app $app (flowise or n8n)" >&2; exit 2 ;;
 esac
 project="cordon-$app-demo"

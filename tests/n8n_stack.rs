@@ -16,7 +16,15 @@ use support::clients::{ClientStack, Kind, Outcome, every_variant_is_listed};
 
 const N8N: Kind = Kind {
     name: "n8n",
-    secrets: &["LEGACY_TOKEN", "NOTES_TOKEN", "N8N_MCP_TOKEN", "MODEL_KEY", "N8N_OWNER_PASSWORD", "N8N_ENCRYPTION_KEY"],
+    secrets: &[
+        "LEGACY_TOKEN",
+        "NOTES_TOKEN",
+        "N8N_MCP_TOKEN",
+        "WIKI_TOKEN",
+        "MODEL_KEY",
+        "N8N_OWNER_PASSWORD",
+        "N8N_ENCRYPTION_KEY",
+    ],
     // The runs of the n8n family go through the managed workflows' webhooks: their
     // records must be gone. The MCP Server Trigger's workflow keeps a record of every
     // call it serves (the contract family's reads included): that is the provider's own
@@ -39,7 +47,7 @@ const get = async (path) => {
 
 /// In deploy order: the provider that refuses n8n's key last (its recreate of `legacy`
 /// is the only one).
-const BROKEN: [&str; 4] = ["include-all", "trigger-auth-none", "refused-key", "bearer-in-notes"];
+const BROKEN: [&str; 5] = ["include-all", "stale-workflow", "trigger-auth-none", "refused-key", "bearer-in-notes"];
 
 #[test]
 fn n8n_reference_stack_and_every_broken_variant() {
@@ -47,7 +55,7 @@ fn n8n_reference_stack_and_every_broken_variant() {
     let stack = ClientStack::up(&N8N, "198.19");
     let mut o = Outcome::default();
     o.timings.push(format!("first deploy: {:.1}s", stack.deployed_in.as_secs_f64()));
-    o.reference(&stack, 18);
+    o.reference(&stack, 19);
     for name in BROKEN {
         o.variant(&stack, name);
     }

@@ -11,7 +11,7 @@
 # A variant directory may hold compose.yaml (an override), workflows.json (replaces the
 # declared workflows) and env (KEY=value lines exported before compose runs).
 # Env: CORDON_SUBNET, CORDON_FIXTURE_IMAGE, CORDON_BUSYBOX_IMAGE, CORDON_NODEAPP_IMAGE,
-# the stack's secrets (LEGACY_TOKEN NOTES_TOKEN N8N_MCP_TOKEN MODEL_KEY
+# the stack's secrets (LEGACY_TOKEN NOTES_TOKEN N8N_MCP_TOKEN WIKI_TOKEN MODEL_KEY
 # N8N_OWNER_PASSWORD N8N_ENCRYPTION_KEY), N8N_API_KEY_FILE (where the least-scope key is
 # written, mode 0600), and CORDON_NODE_DIR / CORDON_N8N_DIR (read from
 # <repo>/.clients.env, written by tests/clients/setup.sh, when unset). Secrets are never

@@ -17,7 +17,7 @@ mod tests;
 
 use std::sync::Arc;
 
-pub use judge::WantedClient;
+pub use judge::{ManagedSet, WantedClient};
 
 use crate::check::{Check, Skipped, named};
 use crate::config::{Family, Scenario};
@@ -53,6 +53,13 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
                 },
             ));
         }
+        checks.push(named(
+            name(&c.id, "workflows", None),
+            probes::Workflows {
+                site: site.clone(),
+                set: ManagedSet::of(scenario, &c.id, &n8n.prefix, n8n.server.as_deref()),
+            },
+        ));
         let server = name(&c.id, "server", None);
         match n8n.server.as_ref().and_then(|s| scenario.provider(s)) {
             Some(p) => checks.push(named(server, probes::Server { site, provider: p.clone() })),

@@ -320,3 +320,143 @@ pub fn judge_server(
     }
     findings
 }
+
+/// Why n8n may hold no managed workflow for a provider of the scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unwanted {
+    /// The provider is disabled: its credential must be revoked, not its workflow kept.
+    Disabled,
+    /// The provider does not admit this client (`consumer_not_allowed`).
+    NotAdmitted,
+}
+
+/// What `n8n::workflows` needs of the scenario: which providers this n8n may hold a
+/// managed workflow for, and which it may not, with their URLs.
+#[derive(Clone, Debug, Default)]
+pub struct ManagedSet {
+    pub client: String,
+    pub prefix: String,
+    /// The provider n8n itself serves: its workflow is the MCP Server Trigger's.
+    pub server: Option<String>,
+    /// Providers it is admitted to: (id, URL).
+    pub admitted: Vec<(String, String)>,
+    /// Providers it may hold nothing for: id → (why, URL).
+    pub unwanted: std::collections::BTreeMap<String, (Unwanted, String)>,
+}
+
+impl ManagedSet {
+    pub fn of(scenario: &crate::config::Scenario, client: &str, prefix: &str, server: Option<&str>) -> ManagedSet {
+        let mut set = ManagedSet {
+            client: client.to_string(),
+            prefix: prefix.to_string(),
+            server: server.map(str::to_string),
+            ..ManagedSet::default()
+        };
+        // n8n's own provider too: its workflow is the trigger's (judged by `n8n::server`),
+        // but a client node that calls it is a consumer like any other.
+        for p in &scenario.providers {
+            let url = p.url.to_string();
+            if p.disabled {
+                set.unwanted.insert(p.id.clone(), (Unwanted::Disabled, url));
+            } else if p.allowed_consumers.iter().any(|c| c == client) {
+                set.admitted.push((p.id.clone(), url));
+            } else {
+                set.unwanted.insert(p.id.clone(), (Unwanted::NotAdmitted, url));
+            }
+        }
+        set
+    }
+
+    /// The unwanted provider a node's endpoint reaches: its URL, or its origin when no
+    /// admitted provider shares that origin.
+    fn unwanted_at(&self, endpoint: &str) -> Option<(&str, &Unwanted)> {
+        let origin = |u: &str| url::Url::parse(u).ok().map(|u| u.origin().ascii_serialization());
+        let exact = self.unwanted.iter().find(|(_, (_, url))| normalize(url) == normalize(endpoint));
+        let shared = |o: &Option<String>| self.admitted.iter().any(|(_, url)| &origin(url) == o);
+        let by_origin = || {
+            let o = origin(endpoint);
+            (o.is_some() && !shared(&o)).then(|| self.unwanted.iter().find(|(_, (_, url))| origin(url) == o)).flatten()
+        };
+        exact.or_else(by_origin).map(|(id, (why, _))| (id.as_str(), why))
+    }
+}
+
+/// How a workflow stands, for a finding: active or not, and the credentials its MCP
+/// Client Tool nodes use.
+fn standing(w: &WorkflowSeen) -> String {
+    let credentials: Vec<String> =
+        w.clients.iter().filter_map(|n| n.credential.as_ref()).map(|c| format!("`{c}`")).collect();
+    let state = if w.active { "active" } else { "inactive" };
+    if credentials.is_empty() {
+        state.to_string()
+    } else {
+        format!("{state}, its MCP Client Tool nodes use credential {}", credentials.join(", "))
+    }
+}
+
+fn unwanted_sentence(why: &Unwanted, template_disabled: &'static str, template_not_admitted: &'static str) -> Finding {
+    match why {
+        Unwanted::Disabled => Finding::new(FindingKind::WorkflowDrift, template_disabled),
+        Unwanted::NotAdmitted => Finding::new(FindingKind::WorkflowDrift, template_not_admitted),
+    }
+}
+
+/// `n8n::workflows`: every workflow n8n holds under the managed prefix is one the
+/// scenario allows: none for a disabled provider (disabling a surface revokes the
+/// credential, it does not keep the workflow), none for a provider that does not admit
+/// this client, none under the prefix for no provider of the scenario; and no MCP Client
+/// Tool node of a managed workflow reaches a disabled or non-admitting provider.
+/// Workflows without the prefix are a person's and are left alone here (the client
+/// checks still read them for a provider's bearer).
+pub fn judge_workflows(workflows: &[WorkflowSeen], set: &ManagedSet) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for w in workflows.iter().filter(|w| w.name.starts_with(&set.prefix)) {
+        let provider = &w.name[set.prefix.len()..];
+        if set.server.as_deref() == Some(provider) {
+            continue;
+        }
+        let named_for_unwanted = set.unwanted.get(provider);
+        if let Some((why, _)) = named_for_unwanted {
+            findings.push(
+                unwanted_sentence(
+                    why,
+                    "workflow `{workflow}` is kept for provider `{provider}`, which is disabled: none may be, its credential must be revoked ({standing})",
+                    "workflow `{workflow}` is kept for provider `{provider}`, which does not admit `{client}` (consumer_not_allowed): none may be ({standing})",
+                )
+                .fact("workflow", &w.name)
+                .fact("provider", provider)
+                .fact("client", &set.client)
+                .fact("standing", standing(w)),
+            );
+        } else if !set.admitted.iter().any(|(id, _)| id == provider) {
+            findings.push(
+                Finding::new(
+                    FindingKind::WorkflowDrift,
+                    "workflow `{workflow}` carries the managed prefix `{prefix}` but names no provider of the scenario ({standing})",
+                )
+                .fact("workflow", &w.name)
+                .fact("prefix", &set.prefix)
+                .fact("standing", standing(w)),
+            );
+        }
+        for n in &w.clients {
+            let Some((target, why)) = set.unwanted_at(&n.endpoint) else { continue };
+            if named_for_unwanted.is_some() && target == provider {
+                continue;
+            }
+            findings.push(
+                unwanted_sentence(
+                    why,
+                    "`{node}` in workflow `{workflow}` points at {endpoint}, provider `{provider}`, which is disabled: no managed workflow may reach it",
+                    "`{node}` in workflow `{workflow}` points at {endpoint}, provider `{provider}`, which does not admit `{client}` (consumer_not_allowed)",
+                )
+                .fact("node", &n.node)
+                .fact("workflow", &w.name)
+                .fact("endpoint", &n.endpoint)
+                .fact("provider", target)
+                .fact("client", &set.client),
+            );
+        }
+    }
+    findings
+}

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use super::judge::{WantedClient, judge_client_config, judge_client_run, judge_server, managed_workflow};
+use super::judge::{
+    ManagedSet, WantedClient, judge_client_config, judge_client_run, judge_server, judge_workflows, managed_workflow,
+};
 use crate::check::{Probe, RunContext};
 use crate::checks::clientapp::{RunAsk as Ask, credential_index, run_in};
 use crate::checks::vantage::client_target;
@@ -245,6 +247,33 @@ impl Probe for Server {
                 });
             }
             Attempt::from_findings(judge_server(&self.provider, &trigger_path, &triggers, exposure.as_ref()), evidence)
+        })
+    }
+}
+
+/// `n8n::workflows`: every managed workflow, whichever provider it names.
+pub struct Workflows {
+    pub site: Site,
+    pub set: ManagedSet,
+}
+
+impl Probe for Workflows {
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let credentials = credential_index(ctx);
+            let job = move |_: Rc<NsView>, api: N8nApi| async move { gather::workflows(&api, &credentials).await };
+            let workflows = match self.site.run(ctx, "reading n8n's workflows", job).await {
+                Ok(w) => w,
+                Err(attempt) => return attempt,
+            };
+            let mut evidence = workflow_lines(&workflows, &self.set.prefix);
+            let people = workflows.iter().filter(|w| !w.name.starts_with(&self.set.prefix)).count();
+            evidence.push(format!(
+                "{} workflow(s) under the managed prefix `{}`; {people} without it (a person's, left alone here)",
+                workflows.len() - people,
+                self.set.prefix
+            ));
+            Attempt::from_findings(judge_workflows(&workflows, &self.set), evidence)
         })
     }
 }

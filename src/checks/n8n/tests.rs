@@ -27,12 +27,24 @@ providers:
     credential: legacy-token
     allowed_consumers: [hermes]
     tools: { allowlist: [calculator] }
+  wiki:
+    url: http://wiki:8000/sse
+    transport: sse
+    credential: legacy-token
+    disabled: true
+    allowed_consumers: [n8n]
+    tools: { allowlist: [] }
+  gitea:
+    url: http://gitea-mcp:8080/mcp
+    credential: legacy-token
+    allowed_consumers: [hermes]
+    tools: { allowlist: [get_status] }
 clients:
   n8n:
     credentials: { legacy: legacy-token }
     n8n: { api_key: key, server: n8n-tools }
   hermes:
-    credentials: { n8n-tools: legacy-token }
+    credentials: { n8n-tools: legacy-token, gitea: legacy-token }
 "#;
 
 fn scenario() -> Scenario {
@@ -78,7 +90,64 @@ fn workflow() -> WorkflowSeen {
 #[test]
 fn the_plan_checks_admitted_providers_and_n8n_s_own_server() {
     let names: Vec<String> = super::plan(&scenario()).iter().map(|c| c.name().to_string()).collect();
-    assert_eq!(names, ["n8n::client::legacy", "n8n::server"]);
+    assert_eq!(names, ["n8n::client::legacy", "n8n::workflows", "n8n::server"]);
+}
+
+fn managed_set() -> ManagedSet {
+    ManagedSet::of(&scenario(), "n8n", "infinito:", Some("n8n-tools"))
+}
+
+fn kept(name: &str, endpoint: &str, active: bool) -> WorkflowSeen {
+    let mut w = workflow();
+    w.name = name.into();
+    w.active = active;
+    w.clients[0].endpoint = endpoint.into();
+    w
+}
+
+#[test]
+fn the_declared_workflows_n8n_s_own_trigger_and_a_person_s_workflows_pass() {
+    let mut server = kept("infinito:n8n-tools", "", true);
+    server.clients.clear();
+    // A person's workflow may reach anything with a credential of their own.
+    let person = kept("on-call helper", "http://wiki:8000/sse", true);
+    assert_eq!(judge_workflows(&[workflow(), server, person], &managed_set()), vec![]);
+}
+
+#[rstest]
+#[case::disabled_active(
+    kept("infinito:wiki", "http://wiki:8000/sse", true),
+    "workflow `infinito:wiki` is kept for provider `wiki`, which is disabled: none may be, its credential must be revoked (active, its MCP Client Tool nodes use credential `infinito:legacy`)"
+)]
+#[case::disabled_inactive(
+    kept("infinito:wiki", "http://wiki:8000/sse", false),
+    "which is disabled: none may be, its credential must be revoked (inactive, its MCP Client Tool nodes use credential"
+)]
+#[case::not_admitted(
+    kept("infinito:gitea", "http://gitea-mcp:8080/mcp", true),
+    "workflow `infinito:gitea` is kept for provider `gitea`, which does not admit `n8n` (consumer_not_allowed): none may be (active"
+)]
+#[case::no_provider(
+    kept("infinito:retired-app", "http://retired:8000/sse", true),
+    "workflow `infinito:retired-app` carries the managed prefix `infinito:` but names no provider of the scenario (active"
+)]
+#[case::node_reaches_a_disabled_provider(
+    kept("infinito:legacy", "http://wiki:8000/sse", true),
+    "`MCP Client` in workflow `infinito:legacy` points at http://wiki:8000/sse, provider `wiki`, which is disabled: no managed workflow may reach it"
+)]
+#[case::node_reaches_another_path_of_a_non_admitting_origin(
+    kept("infinito:legacy", "http://gitea-mcp:8080/sse", true),
+    "points at http://gitea-mcp:8080/sse, provider `gitea`, which does not admit `n8n` (consumer_not_allowed)"
+)]
+#[case::node_reaches_n8n_s_own_trigger(
+    kept("infinito:legacy", "http://n8n:5678/mcp/cordon-tools", true),
+    "provider `n8n-tools`, which does not admit `n8n`"
+)]
+fn a_managed_workflow_the_scenario_does_not_allow_fails(#[case] w: WorkflowSeen, #[case] reason: &str) {
+    let findings = judge_workflows(&[workflow(), w], &managed_set());
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].kind, FindingKind::WorkflowDrift);
+    assert!(findings[0].sentence().contains(reason), "{}", findings[0].sentence());
 }
 
 #[test]
