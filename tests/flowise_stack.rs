@@ -49,8 +49,16 @@ const list = (v) => (Array.isArray(v) ? v : (v && v.data) || []);
 
 /// The variants in the order they are deployed: the registry's first (no recreate),
 /// then the provider that hangs, then Flowise recreated with its SSRF guard off.
-const BROKEN: [&str; 6] =
-    ["plain-bearer", "sse-entry", "duplicate-entry", "author-key", "tool-never-returns", "security-check-off"];
+const BROKEN: [&str; 8] = [
+    "plain-bearer",
+    "bearer-in-variable",
+    "impostor-entry",
+    "sse-entry",
+    "duplicate-entry",
+    "author-key",
+    "tool-never-returns",
+    "security-check-off",
+];
 
 #[test]
 fn flowise_reference_stack_and_every_broken_variant() {

@@ -116,7 +116,9 @@ async function main() {
     }
     await ok('POST', '/api/v1/auth/login', { email: spec.admin.email, password: spec.admin.password });
 
-    const mine = (x) => typeof x.name === 'string' && x.name.startsWith(prefix);
+    // What a test made in a person's name (an entry `cordon-test-person: …`, a variable
+    // `cordon_test_…`) goes on every deploy too, so one variant's never outlives it.
+    const mine = (x) => typeof x.name === 'string' && (x.name.startsWith(prefix) || x.name.startsWith('cordon-test-person: '));
     const mineKey = (x) => typeof x.keyName === 'string' && x.keyName.startsWith(prefix);
     for (const e of list(await ok('GET', '/api/v1/custom-mcp-servers')).filter(mine)) {
         await ok('DELETE', `/api/v1/custom-mcp-servers/${e.id}`);
@@ -129,6 +131,9 @@ async function main() {
     }
     for (const k of list(await ok('GET', '/api/v1/apikey')).filter(mineKey)) {
         await ok('DELETE', `/api/v1/apikey/${k.id}`);
+    }
+    for (const v of list(await ok('GET', '/api/v1/variables')).filter((v) => v.name.startsWith('cordon_test_'))) {
+        await ok('DELETE', `/api/v1/variables/${v.id}`);
     }
 
     const credential = await ok('POST', '/api/v1/credentials', {
@@ -150,6 +155,10 @@ async function main() {
             flowData: chatflow(created.id, entry.tool, credential.id, spec.model),
         });
         say(`chatflow ${name} (tool ${entry.tool})`);
+    }
+    for (const v of spec.variables || []) {
+        await ok('POST', '/api/v1/variables', { name: v.name, value: v.value, type: 'static' });
+        say(`variable ${v.name} (static)`);
     }
     for (const key of spec.keys || []) {
         await ok('POST', '/api/v1/apikey', { keyName: key.name, permissions: key.permissions });

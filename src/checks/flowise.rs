@@ -55,6 +55,7 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
                         site: site.clone(),
                         provider: p.id.clone(),
                         prefix: flowise.prefix.clone(),
+                        origin: p.url.origin().ascii_serialization(),
                         read: read.clone(),
                         nonce_argument: flowise.nonce_arguments.get(&p.id).cloned(),
                     },

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::api::{Session, items, with_key};
 use super::ephemeral::{ENTRIES, Ephemeral};
 use super::observe::{
-    AccessView, ApiKeySeen, AuthorSeen, EntrySeen, FlowSeen, GuardSeen, RegistryView, RunSeen, UsedTool,
+    AccessView, ApiKeySeen, AuthorSeen, EntrySeen, FlowSeen, GuardSeen, RegistryView, RunSeen, UsedTool, VariableSeen,
 };
 use crate::secret::Redactor;
 use crate::text;
@@ -74,6 +74,12 @@ pub async fn registry(session: &Session, credentials: &Redactor) -> Result<Regis
     for flow in items(&session.json(Method::GET, "/api/v1/chatflows", None).await?) {
         view.flows.push(flow_seen(&flow, credentials));
     }
+    // A bearer kept in a variable reaches a flow as `{{$vars.x}}` and is stored unencrypted.
+    for variable in items(&session.json(Method::GET, "/api/v1/variables", None).await?) {
+        let mut leaks = Vec::new();
+        leaks_in(&variable, "", credentials, &mut leaks);
+        view.variables.push(VariableSeen { name: s(&variable, "name"), kind: s(&variable, "type"), leaks });
+    }
     Ok(view)
 }
 
@@ -93,22 +99,45 @@ fn flow_seen(flow: &Value, credentials: &Redactor) -> FlowSeen {
         flow.get("flowData").and_then(Value::as_str).and_then(|t| serde_json::from_str(t).ok()).unwrap_or_default();
     let mut servers = Vec::new();
     let mut actions = Vec::new();
-    for node in data.get("nodes").and_then(Value::as_array).into_iter().flatten() {
-        if node.pointer("/data/name").and_then(Value::as_str) != Some("customMcpServerTool") {
-            continue;
-        }
-        if let Some(id) = node.pointer("/data/inputs/mcpServerId").and_then(Value::as_str) {
-            servers.push(id.to_string());
-        }
-        let chosen = node.pointer("/data/inputs/mcpActions");
-        let chosen: Vec<String> = match chosen {
-            Some(Value::String(t)) => serde_json::from_str(t).unwrap_or_default(),
-            Some(v @ Value::Array(_)) => serde_json::from_value(v.clone()).unwrap_or_default(),
-            _ => vec![],
-        };
-        actions.extend(chosen);
+    for (_, config) in mcp_configs(&data) {
+        servers.push(s(config, "mcpServerId"));
+        actions.extend(chosen_actions(config));
     }
     FlowSeen { id: s(flow, "id"), name: s(flow, "name"), kind: s(flow, "type"), servers, actions, leaks }
+}
+
+/// Every Custom MCP Server configuration in a flow, whatever the flow's shape: a
+/// chatflow's `customMcpServerTool` node (its inputs), an Agentflow Tool node that selected
+/// it (`selectedToolConfig`), an Agent node's `agentTools` entries — any object naming an
+/// `mcpServerId` — each with the id of the node that holds it.
+fn mcp_configs(flow_data: &Value) -> Vec<(String, &Value)> {
+    fn walk<'a>(v: &'a Value, node: &str, out: &mut Vec<(String, &'a Value)>) {
+        match v {
+            Value::Object(map) => {
+                if map.get("mcpServerId").and_then(Value::as_str).is_some_and(|id| !id.is_empty()) {
+                    out.push((node.to_string(), v));
+                }
+                for child in map.values() {
+                    walk(child, node, out);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| walk(i, node, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for node in flow_data.get("nodes").and_then(Value::as_array).into_iter().flatten() {
+        walk(node, node.get("id").and_then(Value::as_str).unwrap_or_default(), &mut out);
+    }
+    out
+}
+
+fn chosen_actions(config: &Value) -> Vec<String> {
+    match config.get("mcpActions") {
+        Some(Value::String(t)) => serde_json::from_str(t).unwrap_or_default(),
+        Some(v @ Value::Array(_)) => serde_json::from_value(v.clone()).unwrap_or_default(),
+        _ => vec![],
+    }
 }
 
 /// What to run: the managed chatflow `name`, its managed entry, and the question.
@@ -139,7 +168,9 @@ pub async fn run(session: &Session, ask: &RunAsk, eph: &Ephemeral) -> Result<Run
         }
     };
     let entries = items(&session.json(Method::GET, ENTRIES, None).await?);
-    seen.entries = entries.iter().filter(|e| s(e, "name") == ask.entry).map(|e| s(e, "id")).collect();
+    let named: Vec<&Value> = entries.iter().filter(|e| s(e, "name") == ask.entry).collect();
+    seen.entries = named.iter().map(|e| s(e, "id")).collect();
+    seen.entry_origins = named.iter().map(|e| super::observe::origin_of(&s(e, "serverUrl")).to_string()).collect();
     seen.uses = flow_seen(flow, &Redactor::new()).servers;
     let id = s(flow, "id");
     // cordon names the chat, so it can delete what the run leaves even when Flowise
@@ -174,21 +205,65 @@ pub async fn run(session: &Session, ask: &RunAsk, eph: &Ephemeral) -> Result<Run
             }
             let flat = |t: &str, n: usize| text::body_excerpt(t.replace(['\n', '\r', '\t'], " ").as_bytes(), n);
             seen.reply = v.get("text").and_then(Value::as_str).map(|t| flat(t, REPLY_CHARS));
-            for u in v.get("usedTools").and_then(Value::as_array).into_iter().flatten() {
-                let as_text = |x: Option<&Value>| match x {
-                    Some(Value::String(t)) => t.clone(),
-                    Some(other) => other.to_string(),
-                    None => String::new(),
-                };
+            let flow_data: Value = flow
+                .get("flowData")
+                .and_then(Value::as_str)
+                .and_then(|t| serde_json::from_str(t).ok())
+                .unwrap_or_default();
+            for used in used_tools(&v, &flow_data) {
                 seen.used.push(UsedTool {
-                    tool: s(u, "tool"),
-                    input: flat(&as_text(u.get("toolInput")), OUTPUT_CHARS),
-                    output: flat(&as_text(u.get("toolOutput")), OUTPUT_CHARS),
+                    input: flat(&used.input, OUTPUT_CHARS),
+                    output: flat(&used.output, OUTPUT_CHARS),
+                    ..used
                 });
             }
         }
     }
     Ok(seen)
+}
+
+fn as_text(x: Option<&Value>) -> String {
+    match x {
+        Some(Value::String(t)) => t.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// Flowise's own record of the tools a prediction ran, whatever the flow's shape: a
+/// chatflow's `usedTools`; an Agentflow's executed nodes (`agentFlowExecutedData`): an Agent
+/// node's `usedTools`, and a Tool node that ran the Custom MCP Server tool, named by the
+/// one action its configuration selects.
+pub fn used_tools(prediction: &Value, flow_data: &Value) -> Vec<UsedTool> {
+    let recorded = |u: &Value| UsedTool {
+        tool: s(u, "tool"),
+        input: as_text(u.get("toolInput")),
+        output: as_text(u.get("toolOutput")),
+    };
+    let mut out: Vec<UsedTool> =
+        prediction.get("usedTools").and_then(Value::as_array).into_iter().flatten().map(recorded).collect();
+    let configs = mcp_configs(flow_data);
+    for step in prediction.get("agentFlowExecutedData").and_then(Value::as_array).into_iter().flatten() {
+        let data = step.get("data").unwrap_or(&Value::Null);
+        for u in data.pointer("/output/usedTools").and_then(Value::as_array).into_iter().flatten() {
+            out.push(recorded(u));
+        }
+        if data.pointer("/input/selectedTool").and_then(Value::as_str) != Some("customMcpServerTool") {
+            continue;
+        }
+        let node = s(step, "nodeId");
+        let actions: Vec<String> =
+            configs.iter().filter(|(n, _)| *n == node).flat_map(|(_, c)| chosen_actions(c)).collect();
+        out.push(UsedTool {
+            tool: match actions.as_slice() {
+                [one] => one.clone(),
+                _ => actions.join(","),
+            },
+            input: as_text(data.pointer("/input/toolInputArgs")),
+            output: as_text(data.pointer("/output/content")),
+        });
+    }
+    out
 }
 
 fn uuid_like() -> String {
@@ -280,4 +355,55 @@ pub async fn access(session: &Session, eph: &Ephemeral, managed_prefix: &str) ->
         view.keys.push(ApiKeySeen { name, permissions });
     }
     Ok(view)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An Agentflow (Flowise 3.1.4's shape) whose Tool node calls the entry `e1`'s `echo`,
+    /// and whose Agent node may call `e2`'s tools.
+    fn agentflow() -> Value {
+        json!({"nodes": [
+            {"id": "startAgentflow_0", "data": {"name": "startAgentflow", "inputs": {}}},
+            {"id": "toolAgentflow_0", "data": {"name": "toolAgentflow", "inputs": {
+                "selectedTool": "customMcpServerTool",
+                "selectedToolConfig": {"mcpServerId": "e1", "mcpActions": "[\"echo\"]"},
+                "toolInputArgs": [{"inputArgName": "text", "inputArgValue": "hi"}]}}},
+            {"id": "agentAgentflow_0", "data": {"name": "agentAgentflow", "inputs": {"agentTools": [
+                {"agentSelectedTool": "customMcpServerTool",
+                 "agentSelectedToolConfig": {"mcpServerId": "e2", "mcpActions": ["status"]}}]}}}
+        ]})
+    }
+
+    #[test]
+    fn every_flow_shape_names_the_entries_it_uses() {
+        let flow =
+            json!({"id": "f", "name": "infinito:native", "type": "AGENTFLOW", "flowData": agentflow().to_string()});
+        let seen = flow_seen(&flow, &Redactor::new());
+        assert_eq!(seen.servers, ["e1", "e2"]);
+        assert_eq!(seen.actions, ["echo", "status"]);
+        let chatflow = json!({"nodes": [{"id": "c0", "data": {"name": "customMcpServerTool",
+            "inputs": {"mcpServerId": "e3", "mcpActions": "[\"add\"]"}}}]});
+        let flow = json!({"id": "g", "name": "x", "type": "CHATFLOW", "flowData": chatflow.to_string()});
+        assert_eq!(flow_seen(&flow, &Redactor::new()).servers, ["e3"]);
+    }
+
+    #[test]
+    fn an_agentflow_s_tool_node_and_agent_node_record_their_calls() {
+        let prediction = json!({"text": "hi", "agentFlowExecutedData": [
+            {"nodeId": "startAgentflow_0", "data": {"output": {"question": "q"}}},
+            {"nodeId": "toolAgentflow_0", "data": {
+                "input": {"toolInputArgs": [{"inputArgName": "text", "inputArgValue": "hi"}], "selectedTool": "customMcpServerTool"},
+                "output": {"content": "hi"}}},
+            {"nodeId": "agentAgentflow_0", "data": {"output": {"content": "done",
+                "usedTools": [{"tool": "status", "toolInput": {}, "toolOutput": "{\"status\":\"ok\"}"}]}}}
+        ]});
+        let used = used_tools(&prediction, &agentflow());
+        let tools: Vec<(&str, &str)> = used.iter().map(|u| (u.tool.as_str(), u.output.as_str())).collect();
+        assert_eq!(tools, [("echo", "hi"), ("status", "{\"status\":\"ok\"}")]);
+        // A chatflow's own record still counts.
+        let chat = json!({"usedTools": [{"tool": "echo", "toolInput": {"text": "hi"}, "toolOutput": "hi"}]});
+        assert_eq!(used_tools(&chat, &Value::Null)[0].tool, "echo");
+    }
 }

@@ -30,13 +30,7 @@ pub struct EntrySeen {
 impl EntrySeen {
     /// The origin part of the shown URL (`http://native:8000`).
     pub fn origin(&self) -> &str {
-        match self.shown_url.find("://") {
-            Some(i) => match self.shown_url[i + 3..].find('/') {
-                Some(j) => &self.shown_url[..i + 3 + j],
-                None => &self.shown_url,
-            },
-            None => &self.shown_url,
-        }
+        origin_of(&self.shown_url)
     }
 
     pub fn describe(&self) -> String {
@@ -66,11 +60,22 @@ pub struct FlowSeen {
     pub leaks: Vec<Leak>,
 }
 
-/// The admin's view of the registry and of every flow.
+/// One variable (`GET /api/v1/variables`): a flow reads it as `{{$vars.<name>}}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VariableSeen {
+    pub name: String,
+    /// `static` (its value is stored, unencrypted) or `runtime` (read from the environment).
+    pub kind: String,
+    pub leaks: Vec<Leak>,
+}
+
+/// The admin's view of the registry, of every flow and of every variable.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegistryView {
     pub entries: Vec<EntrySeen>,
     pub flows: Vec<FlowSeen>,
+    #[serde(default)]
+    pub variables: Vec<VariableSeen>,
 }
 
 /// A tool call Flowise recorded for a prediction (`usedTools`).
@@ -90,6 +95,9 @@ pub struct RunSeen {
     /// as the managed one.
     pub uses: Vec<String>,
     pub entries: Vec<String>,
+    /// Where the entries named as the managed one point (their origins, as Flowise shows them).
+    #[serde(default)]
+    pub entry_origins: Vec<String>,
     /// The route that ran it.
     pub via: String,
     pub status: Option<u16>,
@@ -145,4 +153,15 @@ pub struct AccessView {
     pub keys: Vec<ApiKeySeen>,
     /// The managed entries' names, for evidence.
     pub managed: Vec<String>,
+}
+
+/// The origin part of a URL as Flowise shows it (`http://native:8000/************`).
+pub fn origin_of(shown: &str) -> &str {
+    match shown.find("://") {
+        Some(i) => match shown[i + 3..].find('/') {
+            Some(j) => &shown[..i + 3 + j],
+            None => shown,
+        },
+        None => shown,
+    }
 }

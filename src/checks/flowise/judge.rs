@@ -43,6 +43,10 @@ pub struct Desired {
     pub forbidden: BTreeMap<String, Forbidden>,
     /// API keys (by name) that may see the managed servers.
     pub admin_keys: Vec<String>,
+    /// Every provider of the scenario and its origin: an entry without the prefix that
+    /// Flowise authorized there holds one of the deployment's credentials.
+    #[serde(default)]
+    pub origins: Vec<(String, String)>,
 }
 
 impl Desired {
@@ -52,6 +56,7 @@ impl Desired {
         let mut desired =
             Desired { prefix: flowise.prefix.clone(), admin_keys: flowise.admin_keys.clone(), ..Desired::default() };
         for p in &scenario.providers {
+            desired.origins.push((p.id.clone(), p.url.origin().ascii_serialization()));
             let why = if p.disabled {
                 Some(Forbidden::Disabled)
             } else if !p.allowed_consumers.iter().any(|a| a == client) {
@@ -143,6 +148,23 @@ pub fn judge_registry(view: &RegistryView, desired: &Desired) -> Vec<Finding> {
             );
         }
     }
+    for e in view.entries.iter().filter(|e| !e.name.starts_with(&desired.prefix)) {
+        findings.extend(judge_unmanaged(e, desired));
+    }
+    for v in &view.variables {
+        for leak in &v.leaks {
+            findings.push(
+                Finding::new(
+                    FindingKind::SecretInPlain,
+                    "variable `{variable}` ({variable_type}) holds the value of credential `{credential}` in `{field}`: Flowise stores variables unencrypted and any flow reads it as $vars.{variable} (only an entry's encrypted custom headers may hold it)",
+                )
+                .fact("variable", &v.name)
+                .fact("variable_type", &v.kind)
+                .fact("credential", &leak.credential)
+                .fact("field", &leak.field),
+            );
+        }
+    }
     for f in &view.flows {
         for leak in &f.leaks {
             findings.push(
@@ -158,6 +180,28 @@ pub fn judge_registry(view: &RegistryView, desired: &Desired) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// An entry without the managed prefix is a person's and may stay, but one Flowise
+/// AUTHORIZED at a provider's origin with custom headers got past a provider that takes
+/// only the deployment's credentials: one of them sits in an entry no reconciler rotates
+/// or revokes, a second consumer of it. (Flowise masks header values, so which credential
+/// is not shown; that the provider let it in is.)
+fn judge_unmanaged(e: &EntrySeen, desired: &Desired) -> Option<Finding> {
+    if e.status != "AUTHORIZED" || e.auth_type != "CUSTOM_HEADERS" || e.header_names.is_empty() {
+        return None;
+    }
+    let (provider, origin) = desired.origins.iter().find(|(_, origin)| origin == e.origin())?;
+    Some(
+        Finding::new(
+            FindingKind::RegistryDrift,
+            "entry `{entry}` has no managed prefix but Flowise AUTHORIZED it at {origin}, provider `{provider}`'s, with encrypted headers [{headers}]: the provider takes only the deployment's credentials, so one sits in an entry nobody reconciles or revokes (the entry may stay; a deployment credential in it may not)",
+        )
+        .fact("entry", &e.name)
+        .fact("origin", origin)
+        .fact("provider", provider)
+        .fact("headers", e.header_names.join(", ")),
+    )
 }
 
 fn judge_entry(e: &EntrySeen, want: &WantedEntry) -> Vec<Finding> {
@@ -281,6 +325,24 @@ pub fn judge_run(provider: &str, entry: &str, seen: &RunSeen, read: &ReadSpec, n
                 .fact("reply", format!("{reply:?}")),
         ]
     }
+}
+
+/// The run's answer proves a call of this provider only if the entry it went through
+/// points at the provider: an impostor registered under the managed name elsewhere would
+/// answer the same read.
+pub fn judge_run_target(provider: &str, entry: &str, origin: &str, seen: &RunSeen) -> Option<Finding> {
+    let elsewhere: Vec<&str> = seen.entry_origins.iter().map(String::as_str).filter(|o| *o != origin).collect();
+    (!elsewhere.is_empty()).then(|| {
+        Finding::new(
+            FindingKind::ToolCallFailed,
+            "the entry `{entry}` the chatflow `{chatflow}` calls through points at {origin_seen}, not at provider `{provider}`'s {declared}: whatever answered the read, it was not this provider",
+        )
+        .fact("provider", provider)
+        .fact("entry", entry)
+        .fact("chatflow", &seen.chatflow)
+        .fact("origin_seen", elsewhere.join(", "))
+        .fact("declared", origin)
+    })
 }
 
 /// Ends a finding with the read's expectation (`(text containing "hi")`) and, when the call

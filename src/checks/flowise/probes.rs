@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use super::judge::{Desired, judge_access, judge_registry, judge_run};
+use super::judge::{Desired, judge_access, judge_registry, judge_run, judge_run_target};
 use crate::check::{Probe, RunContext};
 use crate::checks::clientapp::{RunAsk as Ask, credential_index, run_in};
 use crate::checks::vantage::client_target;
@@ -167,14 +167,18 @@ impl Probe for Registry {
                 .entries
                 .iter()
                 .map(|e| {
-                    let kind =
-                        if e.name.starts_with(prefix.as_str()) { "entry" } else { "human-made entry (left alone)" };
+                    let kind = if e.name.starts_with(prefix.as_str()) {
+                        "entry"
+                    } else {
+                        "human-made entry (left alone unless a provider authorized it)"
+                    };
                     format!("{kind}: {}", e.describe())
                 })
                 .collect();
             if view.entries.is_empty() {
                 evidence.push("entry: none".into());
             }
+            evidence.extend(view.variables.iter().map(|v| format!("variable `{}` ({})", v.name, v.kind)));
             let entry_name = |id: &String| {
                 view.entries
                     .iter()
@@ -199,6 +203,8 @@ pub struct ToolCall {
     pub site: Site,
     pub provider: String,
     pub prefix: String,
+    /// The provider's origin: the entry the run goes through must point there.
+    pub origin: String,
     pub read: ReadSpec,
     /// The read's argument whose value the result echoes, if any.
     pub nonce_argument: Option<String>,
@@ -239,10 +245,9 @@ impl Probe for ToolCall {
                 evidence.push(format!("the model replied {reply:?}"));
             }
             evidence.extend(warnings(left));
-            Attempt::from_findings(
-                judge_run(&self.provider, &name, &seen, &self.read, asked.nonce.as_deref()),
-                evidence,
-            )
+            let mut findings = judge_run(&self.provider, &name, &seen, &self.read, asked.nonce.as_deref());
+            findings.extend(judge_run_target(&self.provider, &name, &self.origin, &seen));
+            Attempt::from_findings(findings, evidence)
         })
     }
 }

@@ -6,6 +6,7 @@ use super::judge::*;
 use crate::config::{Expectation, ReadSpec, Scenario};
 use crate::flowise::observe::{
     AccessView, ApiKeySeen, AuthorSeen, EntrySeen, FlowSeen, GuardSeen, Leak, RegistryView, RunSeen, UsedTool,
+    VariableSeen,
 };
 use crate::model::FindingKind;
 use crate::secret::Redactor;
@@ -71,7 +72,7 @@ fn good_entry() -> EntrySeen {
 }
 
 fn view(entries: Vec<EntrySeen>) -> RegistryView {
-    RegistryView { entries, flows: vec![] }
+    RegistryView { entries, flows: vec![], variables: vec![] }
 }
 
 fn kinds(findings: &[crate::model::Finding]) -> Vec<FindingKind> {
@@ -102,6 +103,65 @@ fn a_correct_registry_passes_and_human_made_entries_are_left_alone() {
     human.auth_type = "NONE".into();
     human.status = "ERROR".into();
     assert!(judge_registry(&view(vec![good_entry(), human]), &desired()).is_empty());
+}
+
+fn human(name: &str, url: &str, status: &str, auth: &str) -> EntrySeen {
+    EntrySeen {
+        id: format!("h-{name}"),
+        name: name.into(),
+        shown_url: url.into(),
+        auth_type: auth.into(),
+        status: status.into(),
+        ..good_entry()
+    }
+}
+
+#[rstest]
+// A person's entry elsewhere, one that never got in, or one with no credential at all.
+#[case::elsewhere(human("my wiki", "http://tools.example:9000/************", "AUTHORIZED", "CUSTOM_HEADERS"), "")]
+#[case::refused(human("my native", "http://native:8000/************", "ERROR", "CUSTOM_HEADERS"), "")]
+#[case::no_credential(human("my native", "http://native:8000/************", "AUTHORIZED", "NONE"), "")]
+// Let in by a provider that takes only the deployment's credentials: whoever made it.
+#[case::deployment_bearer(
+    human("my native", "http://native:8000/************", "AUTHORIZED", "CUSTOM_HEADERS"),
+    "entry `my native` has no managed prefix but Flowise AUTHORIZED it at http://native:8000, provider `native`'s, with encrypted headers [Authorization]"
+)]
+#[case::non_admitting_provider(
+    human("ops", "http://other:8000/************", "AUTHORIZED", "CUSTOM_HEADERS"),
+    "Flowise AUTHORIZED it at http://other:8000, provider `other`'s"
+)]
+fn an_entry_without_the_prefix_fails_only_when_a_provider_let_its_credential_in(
+    #[case] entry: EntrySeen,
+    #[case] reason: &str,
+) {
+    let findings = judge_registry(&view(vec![good_entry(), entry]), &desired());
+    if reason.is_empty() {
+        assert!(findings.is_empty(), "{findings:?}");
+    } else {
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].kind, FindingKind::RegistryDrift);
+        assert!(findings[0].sentence().contains(reason), "{}", findings[0].sentence());
+    }
+}
+
+#[test]
+fn a_bearer_in_a_variable_fails_and_a_variable_without_one_passes() {
+    let leak = Leak { credential: "native-token".into(), field: "value".into() };
+    let mut v = view(vec![good_entry()]);
+    v.variables = vec![
+        VariableSeen { name: "region".into(), kind: "static".into(), leaks: vec![] },
+        VariableSeen { name: "native_bearer".into(), kind: "static".into(), leaks: vec![leak] },
+    ];
+    let findings = judge_registry(&v, &desired());
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].kind, FindingKind::SecretInPlain);
+    assert!(
+        findings[0].sentence().starts_with(
+            "variable `native_bearer` (static) holds the value of credential `native-token` in `value`: Flowise stores variables unencrypted"
+        ),
+        "{}",
+        findings[0].sentence()
+    );
 }
 
 #[rstest]
@@ -158,7 +218,7 @@ fn a_credential_in_a_plain_field_or_in_flow_data_fails_naming_it_never_showing_i
         }],
         ..FlowSeen::default()
     };
-    let findings = judge_registry(&RegistryView { entries: vec![e], flows: vec![flow] }, &desired());
+    let findings = judge_registry(&RegistryView { entries: vec![e], flows: vec![flow], variables: vec![] }, &desired());
     assert_eq!(kinds(&findings), [FindingKind::SecretInPlain, FindingKind::SecretInPlain]);
     assert!(findings[0].sentence().contains("plain field `authConfig.token`"));
     assert!(findings[1].sentence().contains("chatflow `infinito:native` holds the value of credential `native-token`"));
@@ -194,6 +254,7 @@ fn good_run() -> RunSeen {
         chatflow: "infinito:native".into(),
         uses: vec!["e1".into()],
         entries: vec!["e1".into()],
+        entry_origins: vec!["http://native:8000".into()],
         via: "POST /api/v1/prediction/f1".into(),
         status: Some(200),
         reply: Some("[{\"type\":\"text\",\"text\":\"hi\"}]".into()),
@@ -320,4 +381,19 @@ fn an_author_key_that_lists_the_servers_fails() {
     let findings = judge_access(&v, &desired());
     assert_eq!(kinds(&findings), [FindingKind::AccessDrift]);
     assert!(findings[0].sentence().contains("lists the managed MCP servers [infinito:native]"));
+}
+
+#[test]
+fn a_run_through_an_entry_pointing_elsewhere_proves_nothing_of_the_provider() {
+    let mut run = good_run();
+    run.entry_origins = vec!["http://native:8000".into()];
+    assert_eq!(judge_run_target("native", "infinito:native", "http://native:8000", &run), None);
+    run.entry_origins = vec!["http://impostor:8000".into()];
+    let f = judge_run_target("native", "infinito:native", "http://native:8000", &run).expect("a finding");
+    assert_eq!(f.kind, FindingKind::ToolCallFailed);
+    assert!(
+        f.sentence().contains("points at http://impostor:8000, not at provider `native`'s http://native:8000: whatever answered the read, it was not this provider"),
+        "{}",
+        f.sentence()
+    );
 }
