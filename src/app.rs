@@ -68,7 +68,8 @@ pub fn execute(request: RunRequest) -> Ending {
     let outputs = suite.outputs.clone();
     runner::prepare_process();
     let filtered_out = unselected.len();
-    let report_of = move |results| RunReport {
+    let (scenario_sha, suite_sha) = (scenario.sha256.clone(), suite.sha256.clone());
+    let report_of = move |results, engine: Option<String>| RunReport {
         scenario: scenario_name.clone(),
         suite: suite_name.clone(),
         mode,
@@ -77,6 +78,7 @@ pub fn execute(request: RunRequest) -> Ending {
         results,
         filtered_out,
         cost: crate::cost::Cost::now(),
+        provenance: crate::model::Provenance::of(&scenario_sha, &suite_sha, engine),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -90,10 +92,11 @@ pub fn execute(request: RunRequest) -> Ending {
         Found::Ended(ending) => return ending,
         Found::Interrupted => return interrupted(runtime),
         Found::Unreachable(message) => {
-            let report = report_of(not_run(&selected, &message));
+            let report = report_of(not_run(&selected, &message), None);
             return finish(&tests, evidence, &report, &unselected, &outputs, &redactor, None, earlier.as_ref());
         }
     };
+    let engine = deployment.as_ref().and_then(|d| d.engine()).map(|e| runtime.block_on(e.describe_version()));
     let pool = deployment.as_ref().map(|d| d.pool.clone()).unwrap_or_else(|| Arc::new(NsPool::new()));
     let ctx = Arc::new(RunContext { scenario, suite, redactor: redactor.clone(), deployment, pool, clock });
     let names: Vec<String> = selected.iter().map(|c| c.name().to_string()).collect();
@@ -103,7 +106,7 @@ pub fn execute(request: RunRequest) -> Ending {
     runtime.block_on(crate::engine::carrier::carriers().finish());
     runtime.shutdown_background();
 
-    let report = report_of(results);
+    let report = report_of(results, engine);
     finish(&tests, evidence, &report, &unselected, &outputs, &redactor, Some(&console), earlier.as_ref())
 }
 
@@ -162,7 +165,7 @@ fn select(
         return Err(Ending::Usage);
     }
     // Read before this run writes anything: the newest run found is an earlier one.
-    let earlier = match compare.map(|c| compare::load(&c.path, &suite.outputs.json, c.window)).transpose() {
+    let earlier = match compare.map(|c| compare::load_for(&c, &suite.outputs.json)).transpose() {
         Ok(e) => e,
         Err(message) => {
             eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));

@@ -146,6 +146,15 @@ enum Command {
         #[arg(long, default_value = "results")]
         results: PathBuf,
     },
+    /// Compare two saved runs offline: what changed from the first report.json to the
+    /// second (new failures, fixed, still failing, other changes, and whether cordon, the
+    /// scenario, the suite or the engine differ). Exits 1 when the second has new failures.
+    Compare {
+        /// The earlier run's report.json
+        before: PathBuf,
+        /// The later run's report.json
+        after: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -255,6 +264,7 @@ pub fn main() -> Ending {
             crate::demo::run(crate::demo::DemoArgs { keep, verbose, swarm, variant, extra })
         }
         Command::Explain { check, results } => crate::explain::run(&check, &results),
+        Command::Compare { before, after } => crate::compare::offline(&before, &after),
         Command::Import(platform) => crate::import::run(platform),
         Command::Swarm { .. } | Command::Agent | Command::Completions { .. } => unreachable!("mapped above"),
         Command::Probe(args) => match probe_request(*args, &redactor) {
@@ -340,6 +350,7 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         clients: vec![],
         credentials,
         foreign_credentials,
+        sha256: String::new(),
     };
     let suite = Suite::for_probe(limits, duration("--deadline", &args.deadline)?);
     Ok(RunRequest {

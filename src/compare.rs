@@ -16,6 +16,18 @@ use crate::model::{RunReport, Verdict};
 mod load;
 pub use load::{Earlier, load};
 
+/// Reads the earlier runs `request` names. Under `--compare` the path must exist: a
+/// mistyped one would compare with nothing, night after night, and say only "first night".
+pub fn load_for(request: &CompareRequest, json_name: &str) -> Result<Earlier, String> {
+    if !request.first_night && std::fs::symlink_metadata(&request.path).is_err() {
+        return Err(format!(
+            "--compare {0}: no such file or directory (on the first night of a history that does not exist yet, use --compare-init {0})",
+            request.path.display()
+        ));
+    }
+    load(&request.path, json_name, request.window)
+}
+
 /// Runs looked at for flakiness (this one included) unless `--flaky-window` says otherwise:
 /// a week of nightly runs.
 pub const DEFAULT_WINDOW: usize = 7;
@@ -24,6 +36,8 @@ pub const DEFAULT_WINDOW: usize = 7;
 #[derive(Debug, Clone)]
 pub struct CompareRequest {
     pub path: PathBuf,
+    /// `--compare-init`: a path that does not exist yet is a first night, not a mistake.
+    pub first_night: bool,
     /// Runs, this one included, among which a flip of verdict counts toward flakiness.
     pub window: usize,
 }
@@ -35,9 +49,14 @@ pub struct Since {
     pub compared_with: String,
     /// The run compared with (the newest earlier one); `None` when there was none yet.
     pub previous: Option<PreviousRun>,
-    /// Why there is nothing (or less) to compare: a first night, a report skipped.
+    /// Why there is nothing (or less) to compare: a first night, a report skipped; and
+    /// what else changed between the two runs (cordon, the scenario, the suite, the engine).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Which inputs differ from the previous run's (`cordon`, `scenario`, `suite`,
+    /// `engine`): a change of verdict may be theirs, not the platform's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed_inputs: Vec<String>,
     pub new_failures: Vec<Change>,
     pub fixed: Vec<Change>,
     pub still_failing: Vec<Change>,
@@ -149,12 +168,41 @@ impl Since {
     }
 }
 
+/// `cordon compare BEFORE AFTER`: two saved runs, compared as `--compare` compares a run
+/// with the night before; printed as the console shows it.
+pub fn offline(before: &std::path::Path, after: &std::path::Path) -> crate::exit::Ending {
+    let read = |path: &std::path::Path| {
+        if !path.is_file() {
+            return Err(format!("{}: not a report.json file", path.display()));
+        }
+        load(path, "report.json", 2).and_then(|e| {
+            e.runs.into_iter().next().map(|(_, r)| r).ok_or_else(|| format!("{}: no run in it", path.display()))
+        })
+    };
+    let (earlier, later) = match (read(before), read(after)) {
+        (Ok(b), Ok(a)) => (b, a),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {}", crate::text::sanitize(&e));
+            return crate::exit::Ending::Usage;
+        }
+    };
+    let earlier = Earlier {
+        compared_with: before.display().to_string(),
+        runs: vec![(before.to_path_buf(), earlier)],
+        notes: vec![],
+    };
+    let s = since(&earlier, &later);
+    print!("{}", crate::report::since::console(&s));
+    if s.new_failures.is_empty() { crate::exit::Ending::Passed } else { crate::exit::Ending::ChecksFailed }
+}
+
 /// Compares `current` with `earlier` (oldest first; the last is the previous run).
 pub fn since(earlier: &Earlier, current: &RunReport) -> Since {
     let mut out = Since {
         compared_with: earlier.compared_with.clone(),
         previous: None,
         notes: earlier.notes.clone(),
+        changed_inputs: vec![],
         new_failures: vec![],
         fixed: vec![],
         still_failing: vec![],
@@ -177,6 +225,12 @@ pub fn since(earlier: &Earlier, current: &RunReport) -> Since {
             "the previous run was of scenario `{}`, this one of `{}`: changes may be the scenario's",
             previous.scenario, current.scenario
         ));
+    }
+    for (input, was, now) in changed_inputs(&previous.provenance, &current.provenance) {
+        out.notes.push(format!(
+            "{input} changed since the previous run ({was} → {now}): a change of verdict may be the {input}'s, not the platform's"
+        ));
+        out.changed_inputs.push(input.to_string());
     }
     let before: BTreeMap<&str, &crate::model::CheckResult> =
         previous.results.iter().map(|r| (r.name.as_str(), r)).collect();
@@ -209,6 +263,28 @@ pub fn since(earlier: &Earlier, current: &RunReport) -> Since {
     }
     out.not_in_this_run = before.keys().filter(|n| !now.contains_key(*n)).map(|n| n.to_string()).collect();
     out
+}
+
+/// Inputs of a run that differ between two reports: (input, before, now). An input one
+/// of them did not record (an older report) is not called changed.
+fn changed_inputs(
+    before: &crate::model::Provenance,
+    now: &crate::model::Provenance,
+) -> Vec<(&'static str, String, String)> {
+    let cordon = |p: &crate::model::Provenance| {
+        if p.cordon_version.is_empty() {
+            String::new()
+        } else {
+            format!("{} (commit {})", p.cordon_version, p.cordon_commit)
+        }
+    };
+    let pairs = [
+        ("cordon", cordon(before), cordon(now)),
+        ("scenario", before.scenario_sha256.clone(), now.scenario_sha256.clone()),
+        ("suite", before.suite_sha256.clone(), now.suite_sha256.clone()),
+        ("engine", before.engine.clone(), now.engine.clone()),
+    ];
+    pairs.into_iter().filter(|(_, a, b)| !a.is_empty() && !b.is_empty() && a != b).collect()
 }
 
 /// Changes of outcome, among the runs looked at, from which a check is called flaky. A

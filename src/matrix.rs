@@ -211,6 +211,7 @@ mod tests {
             results,
             filtered_out: 0,
             cost: Default::default(),
+            provenance: Default::default(),
         }
     }
 

@@ -396,6 +396,64 @@ pub struct RunReport {
     /// What the run asked of the engine and the kernel (absent from older reports).
     #[serde(default)]
     pub cost: crate::cost::Cost,
+    /// Which cordon judged, from which scenario and suite, against which engine (absent
+    /// from older reports).
+    #[serde(default)]
+    pub provenance: Provenance,
+}
+
+/// Which cordon, scenario, suite and engine a run was: a change of verdict between two
+/// nights may be any of them, not the platform.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// cordon's version (`0.1.0`).
+    pub cordon_version: String,
+    /// The commit cordon was built from.
+    pub cordon_commit: String,
+    /// `sha256:<hex>` of the scenario file's text; empty when there was no file (`probe`).
+    pub scenario_sha256: String,
+    /// `sha256:<hex>` of the suite's text (a built-in suite's too).
+    pub suite_sha256: String,
+    /// The engine, as it names itself; empty when no engine was reached (host mode).
+    pub engine: String,
+}
+
+impl Provenance {
+    /// This build of cordon, and the scenario and suite it read.
+    pub fn of(scenario_sha256: &str, suite_sha256: &str, engine: Option<String>) -> Provenance {
+        Provenance {
+            cordon_version: env!("CARGO_PKG_VERSION").to_string(),
+            cordon_commit: env!("CORDON_COMMIT").to_string(),
+            scenario_sha256: scenario_sha256.to_string(),
+            suite_sha256: suite_sha256.to_string(),
+            engine: engine.unwrap_or_default(),
+        }
+    }
+
+    /// `name = value` pairs, in the order every report shows them (empty ones left out).
+    pub fn pairs(&self, mode: Mode) -> Vec<(&'static str, String)> {
+        let mode = match mode {
+            Mode::Host => "host",
+            Mode::Compose => "compose",
+            Mode::Swarm => "swarm",
+        };
+        [
+            ("cordon.version", self.cordon_version.clone()),
+            ("cordon.commit", self.cordon_commit.clone()),
+            ("scenario.sha256", self.scenario_sha256.clone()),
+            ("suite.sha256", self.suite_sha256.clone()),
+            ("engine", self.engine.clone()),
+            ("mode", mode.to_string()),
+        ]
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .collect()
+    }
+
+    /// `cordon 0.1.0 (commit abc), scenario sha256:…, …` for one line of a report.
+    pub fn line(&self, mode: Mode) -> String {
+        self.pairs(mode).iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+    }
 }
 
 fn as_unix_seconds<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
@@ -478,6 +536,7 @@ mod tests {
             results: verdicts.iter().map(|v| result(*v)).collect(),
             filtered_out: 0,
             cost: Default::default(),
+            provenance: Default::default(),
         }
     }
 

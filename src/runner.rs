@@ -354,6 +354,7 @@ mod tests {
             clients: vec![],
             credentials: Default::default(),
             foreign_credentials: vec![],
+            sha256: String::new(),
         };
         let ctx = Arc::new(RunContext {
             scenario,

@@ -107,6 +107,12 @@ pub fn name_list<'a>(names: impl IntoIterator<Item = &'a str>, max: usize) -> St
     out
 }
 
+/// `sha256:<64 hex digits>` of `bytes`: how reports name the scenario and suite a run read.
+pub fn sha256_of(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,3 +79,39 @@ fn the_man_pages_match_the_command_line() {
         assert!(have == fresh, "docs/man/{name} is stale: CORDON_UPDATE_DOCS=1 cargo test --test cli");
     }
 }
+
+/// A scenario that loads (its credential in a file), for commands that stop before a probe.
+fn loadable_scenario(dir: &std::path::Path) -> PathBuf {
+    std::fs::write(dir.join("token"), "a-credential-value-long-enough\n").unwrap();
+    let path = dir.join("scenario.yaml");
+    std::fs::write(
+        &path,
+        "name: cli\ncredentials:\n  t: { file: token }\nproviders:\n  p:\n    url: http://p:8000/mcp\n    credential: t\n    tools: { allowlist: [echo] }\n",
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn a_mistyped_compare_path_is_an_error_and_compare_init_takes_a_first_night() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = loadable_scenario(dir.path());
+    let missing = dir.path().join("results/histroy");
+    let (scenario, missing) = (scenario.to_str().unwrap(), missing.to_str().unwrap());
+    let results = dir.path().join("out");
+    let results = results.to_str().unwrap();
+    let (code, _, stderr) = cordon(&["compose", "--scenario", scenario, "--results", results, "--compare", missing]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("--compare {missing}: no such file or directory (on the first night of a history that does not exist yet, use --compare-init {missing})")),
+        "{stderr}"
+    );
+    // Past the comparison, the run stops at the next thing this scenario lacks.
+    let (code, _, stderr) =
+        cordon(&["compose", "--scenario", scenario, "--results", results, "--compare-init", missing]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(!stderr.contains("--compare") && stderr.contains("compose mode needs the compose project"), "{stderr}");
+    let (code, _, stderr) =
+        cordon(&["compose", "--scenario", scenario, "--compare", missing, "--compare-init", missing, "--list"]);
+    assert_eq!(code, 2, "the two are one choice: {stderr}");
+}

@@ -26,6 +26,23 @@ fn build_image() {
         .output()
         .expect("bash");
     assert!(out.status.success(), "docker/build-cordon-image.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    // The digest to pin by is printed, and the image carries its provenance.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let id = inspect("{{.Id}}");
+    assert!(stdout.starts_with(&format!("{} {id}\n", image())), "{stdout}");
+    assert!(id.starts_with("sha256:") && id.len() == 71, "{id}");
+    let label = |name: &str| inspect(&format!("{{{{index .Config.Labels \"org.opencontainers.image.{name}\"}}}}"));
+    assert_eq!(label("version"), env!("CARGO_PKG_VERSION"));
+    let head = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(repo()).output().unwrap();
+    if head.status.success() {
+        assert_eq!(label("revision"), String::from_utf8_lossy(&head.stdout).trim());
+    }
+    assert!(label("created").ends_with('Z') && !label("source").is_empty());
+}
+
+fn inspect(format: &str) -> String {
+    let out = Command::new("docker").args(["image", "inspect", "-f", format, &image()]).output().expect("docker");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// The docker options of the README's run line, but for the credentials (passed here by

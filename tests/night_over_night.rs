@@ -16,6 +16,7 @@ struct Night {
     stdout: String,
     stderr: String,
     since: Value,
+    provenance: Value,
 }
 
 /// One run of the compose suite (timestamped, so each run lands in the history) compared
@@ -28,7 +29,7 @@ fn night(stack: &Stack, suite: &Path, results: &Path) -> Night {
         .arg(suite)
         .arg("--results")
         .arg(results)
-        .arg("--compare")
+        .arg("--compare-init")
         .arg(results.join("history"))
         .envs(stack.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .output()
@@ -44,6 +45,7 @@ fn night(stack: &Stack, suite: &Path, results: &Path) -> Night {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         since: report["since"].clone(),
+        provenance: report["report"]["provenance"].clone(),
     }
 }
 
@@ -77,6 +79,15 @@ fn a_broken_night_between_two_good_ones_is_new_failures_then_the_same_fixed() {
     assert_eq!(sorted(checks(&broken.since["new_failures"])), broken_checks, "{}", broken.since);
     assert!(checks(&broken.since["fixed"]).is_empty() && checks(&broken.since["still_failing"]).is_empty());
     assert!(broken.since["previous"]["path"].as_str().unwrap().contains("/history/"), "{}", broken.since);
+    // The same cordon, scenario, suite and engine both nights: the change is the platform's.
+    assert!(broken.since["changed_inputs"].is_null(), "{}", broken.since);
+    assert_eq!(broken.provenance, first.provenance);
+    assert!(
+        first.provenance["engine"].as_str().unwrap_or_default().starts_with("Docker Engine "),
+        "{}",
+        first.provenance
+    );
+    assert!(first.provenance["scenario_sha256"].as_str().unwrap_or_default().starts_with("sha256:"));
     assert!(
         broken.stdout.contains("2 new failure(s), 0 fixed, 0 still failing")
             && broken.stdout.contains("new failure   contract::native::tools: "),

@@ -24,6 +24,7 @@ fn run(at: u64, checks: &[(&str, Verdict)]) -> RunReport {
             .collect(),
         filtered_out: 0,
         cost: Default::default(),
+        provenance: Default::default(),
     }
 }
 
@@ -153,6 +154,18 @@ mod loading {
     }
 
     #[test]
+    fn two_saved_runs_compare_offline() {
+        use crate::exit::Ending;
+        let dir = tempfile::tempdir().unwrap();
+        let good = write(dir.path(), "a/report.json", &run(1, &[("route::a->b", Passed)]));
+        let bad = write(dir.path(), "b/report.json", &run(2, &[("route::a->b", Failed)]));
+        assert_eq!(super::super::offline(&good, &bad), Ending::ChecksFailed, "a new failure");
+        assert_eq!(super::super::offline(&bad, &good), Ending::Passed, "a fix");
+        assert_eq!(super::super::offline(&good, &dir.path().join("c/report.json")), Ending::Usage);
+        assert_eq!(super::super::offline(dir.path(), &good), Ending::Usage, "a directory is not a report");
+    }
+
+    #[test]
     fn a_report_file() {
         let dir = tempfile::tempdir().unwrap();
         let file = write(dir.path(), "old/report.json", &run(5, &[("route::a->b", Passed)]));
@@ -218,4 +231,56 @@ mod loading {
         assert_eq!(e.runs.len(), 1);
         assert!(e.notes[0].starts_with("skipped ") && e.notes[0].contains("2026-12-02"), "{:?}", e.notes);
     }
+}
+
+fn with_provenance(mut r: RunReport, commit: &str, scenario: &str, suite: &str, engine: &str) -> RunReport {
+    r.provenance = crate::model::Provenance {
+        cordon_version: "0.1.0".into(),
+        cordon_commit: commit.into(),
+        scenario_sha256: scenario.into(),
+        suite_sha256: suite.into(),
+        engine: engine.into(),
+    };
+    r
+}
+
+#[rstest::rstest]
+#[case::nothing("a", "sha256:s1", "sha256:u1", "Docker Engine 26.1.5", &[])]
+#[case::cordon_upgraded("b", "sha256:s1", "sha256:u1", "Docker Engine 26.1.5", &["cordon"])]
+#[case::scenario_edited("a", "sha256:s2", "sha256:u1", "Docker Engine 26.1.5", &["scenario"])]
+#[case::suite_and_engine("a", "sha256:s1", "sha256:u2", "Docker Engine 27.0.1", &["suite", "engine"])]
+fn a_change_of_cordon_scenario_suite_or_engine_is_said_beside_the_verdicts(
+    #[case] commit: &str,
+    #[case] scenario: &str,
+    #[case] suite: &str,
+    #[case] engine: &str,
+    #[case] changed: &[&str],
+) {
+    let before = with_provenance(
+        run(1, &[("reach::a", Verdict::Passed)]),
+        "a",
+        "sha256:s1",
+        "sha256:u1",
+        "Docker Engine 26.1.5",
+    );
+    let now = with_provenance(run(2, &[("reach::a", Verdict::Failed)]), commit, scenario, suite, engine);
+    let earlier = Earlier { compared_with: "h".into(), runs: vec![("h/1/report.json".into(), before)], notes: vec![] };
+    let s = since(&earlier, &now);
+    assert_eq!(s.changed_inputs, changed);
+    assert_eq!(s.new_failures.len(), 1, "the verdicts are compared all the same");
+    if changed.contains(&"cordon") {
+        assert!(
+            s.notes.iter().any(|n| n == "cordon changed since the previous run (0.1.0 (commit a) → 0.1.0 (commit b)): a change of verdict may be the cordon's, not the platform's"),
+            "{:?}",
+            s.notes
+        );
+    }
+}
+
+#[test]
+fn a_report_that_recorded_no_provenance_is_not_called_changed() {
+    let before = run(1, &[("reach::a", Verdict::Passed)]);
+    let now = with_provenance(run(2, &[("reach::a", Verdict::Passed)]), "b", "sha256:s", "sha256:u", "e");
+    let earlier = Earlier { compared_with: "h".into(), runs: vec![("h/1/report.json".into(), before)], notes: vec![] };
+    assert!(since(&earlier, &now).changed_inputs.is_empty());
 }

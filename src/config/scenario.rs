@@ -173,6 +173,8 @@ pub struct Scenario {
     /// Credentials of providers outside the scenario, valid elsewhere, to present as
     /// foreign bearers (used by `cordon probe --foreign-bearer-env`).
     pub foreign_credentials: Vec<String>,
+    /// `sha256:<hex>` of the text it was read from: reports record which scenario judged.
+    pub sha256: String,
 }
 
 #[derive(Debug, Clone)]
@@ -245,7 +247,9 @@ impl Scenario {
     /// [`Scenario::load`] of text already read; credential files resolve relative to `path`.
     pub fn from_text(path: &Path, text: &str, redactor: &Redactor) -> Result<Scenario, ConfigErrors> {
         let raw: ScenarioFile = parse_yaml(path, text)?;
-        Validator { file: path, errors: Vec::new() }.resolve(raw, redactor)
+        let mut scenario = Validator { file: path, errors: Vec::new() }.resolve(raw, redactor)?;
+        scenario.sha256 = crate::text::sha256_of(text.as_bytes());
+        Ok(scenario)
     }
 }
 
@@ -308,6 +312,7 @@ impl Validator<'_> {
                 clients,
                 credentials,
                 foreign_credentials: Vec::new(),
+                sha256: String::new(),
             })
         } else {
             Err(ConfigErrors(self.errors))

@@ -115,6 +115,8 @@ pub struct Suite {
     pub disruptive: bool,
     /// Swarm: node (hostname or id) → engine URL; tasks there are probed through carriers.
     pub engines: std::collections::BTreeMap<String, String>,
+    /// `sha256:<hex>` of the text it was read from (a built-in suite's too).
+    pub sha256: String,
 }
 
 /// One known failure: a finding of one check, accepted with a reason. It matches a
@@ -203,7 +205,9 @@ impl Suite {
 
     pub fn from_text(path: &Path, text: &str) -> Result<Suite, ConfigErrors> {
         let raw: SuiteFile = parse_yaml(path, text)?;
-        Self::resolve(path, raw)
+        let mut suite = Self::resolve(path, raw)?;
+        suite.sha256 = crate::text::sha256_of(text.as_bytes());
+        Ok(suite)
     }
 
     fn resolve(path: &Path, raw: SuiteFile) -> Result<Suite, ConfigErrors> {
@@ -230,6 +234,7 @@ impl Suite {
             outputs,
             disruptive: raw.disruptive.0,
             engines: raw.engines,
+            sha256: String::new(),
         })
     }
 
@@ -413,6 +418,7 @@ impl Suite {
             outputs: Outputs::default(),
             disruptive: false,
             engines: Default::default(),
+            sha256: String::new(),
         }
     }
 }

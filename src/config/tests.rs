@@ -70,6 +70,11 @@ fn good_scenario_loads_and_registers_secrets() {
     assert_eq!(s.providers.len(), 2);
     assert_eq!(s.secret("alpha-token").expose(), "alpha-secret-value-1");
     assert_eq!(redactor.redact("x alpha-secret-value-1"), "x «redacted:alpha-token»");
+    // Reports name the scenario by the hash of the text read, so an edit shows night over night.
+    assert_eq!(s.sha256, crate::text::sha256_of(GOOD_SCENARIO.as_bytes()));
+    assert!(s.sha256.starts_with("sha256:") && s.sha256.len() == 7 + 64);
+    let built_in = Suite::load_or_built_in(std::path::Path::new("suites/swarm.yaml")).unwrap();
+    assert_eq!(built_in.sha256, crate::text::sha256_of(super::suite::BUILT_IN[1].1.as_bytes()));
 }
 
 #[rstest]

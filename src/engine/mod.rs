@@ -183,6 +183,21 @@ impl Engine {
         &self.docker
     }
 
+    /// The engine as reports name it: `Docker Engine 26.1.5 (API 1.45, linux/amd64)`; the
+    /// negotiated API version alone when the engine does not say.
+    pub async fn describe_version(&self) -> String {
+        match self.docker().version().await {
+            Ok(v) => format!(
+                "Docker Engine {} (API {}, {}/{})",
+                v.version.unwrap_or_else(|| "?".into()),
+                v.api_version.unwrap_or_else(|| self.api_version()),
+                v.os.unwrap_or_else(|| "?".into()),
+                v.arch.unwrap_or_else(|| "?".into())
+            ),
+            Err(_) => format!("a Docker engine (API {})", self.api_version()),
+        }
+    }
+
     /// The negotiated API version, e.g. `1.41`.
     pub fn api_version(&self) -> String {
         self.docker.client_version().to_string()

@@ -209,8 +209,18 @@ pub fn render_since(report: &RunReport, since: Option<&crate::compare::Since>) -
         }
         html.push_str("</pre></td></tr>");
     }
-    html.push_str("</table></body></html>\n");
+    html.push_str("</table>");
+    let _ = write!(html, "<footer><p>{}</p></footer>", escape(&provenance_footer(report)));
+    html.push_str("</body></html>\n");
     html
+}
+
+/// Which cordon, scenario, suite and engine the run was: the footer of the page.
+fn provenance_footer(report: &RunReport) -> String {
+    match report.provenance.line(report.mode) {
+        line if line.is_empty() => "run by a cordon that recorded no provenance".into(),
+        line => format!("run by {line}"),
+    }
 }
 
 #[cfg(test)]
@@ -238,6 +248,7 @@ mod tests {
             results: vec![leak],
             filtered_out: 0,
             cost: Default::default(),
+            provenance: Default::default(),
         };
         let html = render(&report);
         assert!(!html.contains("<script>alert"), "{html}");

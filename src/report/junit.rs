@@ -47,6 +47,12 @@ pub fn render(report: &RunReport) -> String {
         }
         suites.entry(family).or_insert_with(|| TestSuite::new(family)).add_test_case(case);
     }
+    // Every suite says which cordon, scenario, suite and engine judged it (CI dashboards
+    // show suite properties; the report itself has none in the JUnit schema).
+    let provenance = report.provenance.pairs(report.mode);
+    for suite in suites.values_mut() {
+        suite.add_properties(provenance.iter().map(|(k, v)| quick_junit::Property::new(*k, sanitize(v))));
+    }
     junit.add_test_suites(suites.into_values());
     junit.to_string().expect("quick-junit serializes any report")
 }

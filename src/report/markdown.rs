@@ -40,6 +40,11 @@ pub fn render_since(report: &RunReport, html: &str, since: Option<&crate::compar
         report.mode,
         report.duration.as_secs_f64()
     );
+    let provenance = report.provenance.pairs(report.mode);
+    if !provenance.is_empty() {
+        let shown: Vec<String> = provenance.iter().map(|(k, v)| format!("{k} {}", code_span(v))).collect();
+        let _ = writeln!(md, "Run by {}.\n", shown.join(", "));
+    }
     let _ =
         writeln!(md, "| passed | failed | unreachable | skipped | known failures | stale baseline | filtered out |");
     let _ = writeln!(md, "|---|---|---|---|---|---|---|");

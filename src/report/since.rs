@@ -167,6 +167,7 @@ mod tests {
                 suite: "suites/swarm.yaml".into(),
             }),
             notes: vec![],
+            changed_inputs: vec![],
             new_failures: vec![Change {
                 check: "reach::n8n-/->legacy".into(),
                 before: Some(Verdict::Passed),

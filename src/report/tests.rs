@@ -43,6 +43,7 @@ fn report() -> RunReport {
         ],
         filtered_out: 2,
         cost: Default::default(),
+        provenance: Default::default(),
     }
 }
 
@@ -294,4 +295,36 @@ fn a_report_takes_the_owner_of_the_directory_it_is_written_under() {
         }
     }
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "<testsuites/>");
+}
+
+#[test]
+fn every_report_records_which_cordon_scenario_suite_and_engine_judged() {
+    let mut r = report();
+    r.provenance = crate::model::Provenance {
+        cordon_version: "0.1.0".into(),
+        cordon_commit: "abc1234".into(),
+        scenario_sha256: format!("sha256:{}", "1".repeat(64)),
+        suite_sha256: format!("sha256:{}", "2".repeat(64)),
+        engine: "Docker Engine 26.1.5 (API 1.45, linux/amd64)".into(),
+    };
+    let junit = super::junit::render(&r);
+    for (k, v) in [
+        ("cordon.version", "0.1.0"),
+        ("cordon.commit", "abc1234"),
+        ("engine", "Docker Engine 26.1.5 (API 1.45, linux/amd64)"),
+        ("mode", "host"),
+    ] {
+        assert!(junit.contains(&format!("<property name=\"{k}\" value=\"{v}\"/>")), "{k}: {junit}");
+    }
+    assert!(junit.contains(&format!("<property name=\"scenario.sha256\" value=\"sha256:{}\"/>", "1".repeat(64))));
+    let md = super::markdown::render(&r, "report.html");
+    assert!(md.contains("Run by cordon.version `0.1.0`, cordon.commit `abc1234`, scenario.sha256 `sha256:111"), "{md}");
+    let html = super::html::render(&r);
+    assert!(
+        html.contains("<footer><p>run by cordon.version 0.1.0, cordon.commit abc1234, scenario.sha256 sha256:111"),
+        "{html}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(json["provenance"]["cordon_commit"], "abc1234");
+    assert_eq!(json["provenance"]["suite_sha256"], format!("sha256:{}", "2".repeat(64)));
 }
