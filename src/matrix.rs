@@ -15,8 +15,11 @@ use crate::model::{CheckResult, FindingKind, RunReport, Verdict};
 pub enum Cell {
     /// Admitted, and route and session hold.
     Working,
-    /// Admitted, but route or session failed (or never got an answer).
+    /// Admitted, but route or session failed.
     Broken { checks: Vec<String> },
+    /// cordon could not look (the engine or a namespace did not answer): neither broken
+    /// nor isolated, whatever the pair is.
+    CouldNotJudge { checks: Vec<String> },
     /// Not admitted, and nothing reached it.
     Isolated,
     /// Not admitted, and it got through: where.
@@ -30,6 +33,7 @@ impl Cell {
         match self {
             Cell::Working => "working",
             Cell::Broken { .. } => "broken",
+            Cell::CouldNotJudge { .. } => "could not be judged",
             Cell::Isolated => "isolated",
             Cell::Leak { .. } => "LEAK",
             Cell::NotJudged { .. } => "not judged",
@@ -41,6 +45,9 @@ impl Cell {
         match self {
             Cell::Working => "admitted: route and session hold".into(),
             Cell::Broken { checks } => format!("admitted but broken: {}", checks.join(", ")),
+            Cell::CouldNotJudge { checks } => {
+                format!("could not be judged (cordon could not look): {}", checks.join(", "))
+            }
             Cell::Isolated => "not admitted: isolated as required".into(),
             Cell::Leak { doors } => format!("not admitted but reached at {}", doors.join(", ")),
             Cell::NotJudged { why } => format!("not judged: {why}"),
@@ -168,6 +175,7 @@ fn cell_of(results: &[&CheckResult]) -> Cell {
             Some(r) if matches!(r.verdict, Verdict::Failed | Verdict::KnownFailure) => {
                 Cell::Leak { doors: vec![r.reason.clone()] }
             }
+            Some(r) if r.verdict == Verdict::Unreachable => Cell::CouldNotJudge { checks: vec![r.name.clone()] },
             Some(r) => Cell::NotJudged { why: format!("{} {}", r.name, r.verdict.as_str()) },
         };
     }
@@ -176,13 +184,16 @@ fn cell_of(results: &[&CheckResult]) -> Cell {
     if admitted.is_empty() {
         return Cell::NotJudged { why: "no route, session or reach check ran".into() };
     }
-    let broken: Vec<String> = admitted
-        .iter()
-        .filter(|r| matches!(r.verdict, Verdict::Failed | Verdict::KnownFailure | Verdict::Unreachable))
-        .map(|r| r.name.clone())
-        .collect();
+    let with = |verdicts: &[Verdict]| -> Vec<String> {
+        admitted.iter().filter(|r| verdicts.contains(&r.verdict)).map(|r| r.name.clone()).collect()
+    };
+    let broken = with(&[Verdict::Failed, Verdict::KnownFailure]);
     if !broken.is_empty() {
         return Cell::Broken { checks: broken };
+    }
+    let unlooked = with(&[Verdict::Unreachable]);
+    if !unlooked.is_empty() {
+        return Cell::CouldNotJudge { checks: unlooked };
     }
     match admitted.iter().find(|r| r.verdict != Verdict::Passed) {
         None => Cell::Working,
@@ -240,5 +251,25 @@ mod tests {
         let text = m.to_text();
         let row = text.lines().find(|l| l.starts_with("flowise")).unwrap();
         assert!(row.contains("LEAK") && row.trim_end().ends_with("dark"), "{text}");
+    }
+
+    #[test]
+    fn a_pair_cordon_could_not_look_at_is_neither_broken_nor_isolated() {
+        let m = Matrix::from_report(&report(vec![
+            result(Family::Route, "webui", Relation::Admitted, "legacy", Verdict::Unreachable),
+            result(Family::Session, "webui", Relation::Admitted, "legacy", Verdict::Passed),
+            result(Family::Reach, "n8n", Relation::NotAdmitted, "legacy", Verdict::Unreachable),
+            // A failure is a failure, whatever else could not be looked at.
+            result(Family::Route, "webui", Relation::Admitted, "native", Verdict::Unreachable),
+            result(Family::Session, "webui", Relation::Admitted, "native", Verdict::Failed),
+        ]));
+        let col = |t: &str| m.columns.iter().find(|c| c.title() == t).unwrap().clone();
+        assert_eq!(
+            m.cell("webui", &col("legacy")),
+            Some(&Cell::CouldNotJudge { checks: vec!["route::webui->legacy".into()] })
+        );
+        assert_eq!(m.cell("webui", &col("legacy")).unwrap().label(), "could not be judged");
+        assert!(matches!(m.cell("n8n", &col("legacy")), Some(Cell::CouldNotJudge { .. })));
+        assert!(matches!(m.cell("webui", &col("native")), Some(Cell::Broken { .. })));
     }
 }

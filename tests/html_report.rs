@@ -1,6 +1,8 @@
 //! The HTML report in a real headless browser (Debian's chromium): the reach matrix
 //! renders for the reference stack (no LEAK anywhere) and for a broken variant (the LEAK
-//! cell visible, in red, with its address), and the page makes no request at all.
+//! cell visible, in red, with its address), a failing run's checks table leads with what
+//! failed, a run with no engine shows every pair as "could not be judged" in its own
+//! colour (never broken's orange), and the page makes no request at all.
 
 mod support;
 
@@ -100,13 +102,25 @@ fn pixels_of(png_path: &Path, rgb: [u8; 3]) -> usize {
 
 const CELL_PIXELS: usize = 5_000;
 
-/// Runs cordon on `stack`, renders its report.html headless, and returns the cells and
-/// whether the screenshot shows the LEAK red.
-fn render(stack: &Stack, scenario: &Path) -> (Vec<(String, String, String)>, bool) {
+/// What the browser made of a report.html: its cells, the verdicts of its checks table
+/// in page order, and the screenshot's pixels of each colour asked about.
+struct Page {
+    cells: Vec<(String, String, String)>,
+    verdicts: Vec<String>,
+    colours: Vec<usize>,
+}
+
+/// Runs cordon on `stack`, renders its report.html headless.
+fn render(stack: &Stack, scenario: &Path, colours: &[[u8; 3]]) -> Page {
     let results = tempfile::tempdir().unwrap();
     let (_code, stdout, stderr, _report) = stack.cordon(scenario, results.path(), &[]);
     let page: PathBuf = results.path().join("report.html");
     assert!(page.exists(), "no report.html:\n{stdout}\n{stderr}");
+    browse(&page, colours)
+}
+
+fn browse(page: &Path, colours: &[[u8; 3]]) -> Page {
+    let page = page.to_path_buf();
     let recorder = Recorder::start();
     let profile = tempfile::tempdir().unwrap();
     let dom = chromium(&recorder, profile.path(), &["--dump-dom".into()], &page);
@@ -137,13 +151,24 @@ fn render(stack: &Stack, scenario: &Path) -> (Vec<(String, String, String)>, boo
         .cloned()
         .collect();
     assert!(from_page.is_empty(), "the page made requests: {from_page:?}");
-    (cells(&dom), pixels_of(&shot, LEAK_RED) > CELL_PIXELS)
+    let verdicts = dom
+        .split("<tr class=\"check\" ")
+        .skip(1)
+        .filter_map(|row| row.split("data-verdict=\"").nth(1)?.split('"').next().map(str::to_string))
+        .collect();
+    Page { cells: cells(&dom), verdicts, colours: colours.iter().map(|c| pixels_of(&shot, *c)).collect() }
 }
+
+/// Broken's orange (#ef6c00) and could-not-be-judged's yellow (#fff59d).
+const BROKEN_ORANGE: [u8; 3] = [0xef, 0x6c, 0x00];
+const COULD_NOT_JUDGE: [u8; 3] = [0xff, 0xf5, 0x9d];
 
 #[test]
 fn the_reach_matrix_renders_in_a_real_browser_for_a_good_and_a_leaking_stack() {
     let good = Stack::up("html-good", "10.236", None);
-    let (cells, red) = render(&good, &repo().join("scenarios/reference.yaml"));
+    let page = render(&good, &repo().join("scenarios/reference.yaml"), &[LEAK_RED]);
+    let (cells, red) = (page.cells, page.colours[0] > CELL_PIXELS);
+    assert!(!page.verdicts.is_empty() && page.verdicts.last().map(String::as_str) == Some("passed"));
     drop(good);
     let state = |cells: &[(String, String, String)], client: &str, column: &str| {
         cells.iter().find(|(c, col, _)| c == client && col == column).map(|(_, _, s)| s.clone())
@@ -156,8 +181,39 @@ fn the_reach_matrix_renders_in_a_real_browser_for_a_good_and_a_leaking_stack() {
 
     let variant = repo().join("docker/reference/broken/shared-infra-reach/compose.yaml");
     let leaking = Stack::up("html-leak", "10.237", Some(&variant));
-    let (cells, red) = render(&leaking, &repo().join("scenarios/reference.yaml"));
+    let page = render(&leaking, &repo().join("scenarios/reference.yaml"), &[LEAK_RED]);
+    let (cells, red) = (page.cells, page.colours[0] > CELL_PIXELS);
+    // A failing run's page leads with what failed.
+    assert_eq!(page.verdicts.first().map(String::as_str), Some("failed"), "{:?}", page.verdicts);
+    let first_pass = page.verdicts.iter().position(|v| v == "passed").unwrap();
+    assert!(page.verdicts[first_pass..].iter().all(|v| v == "passed"), "{:?}", page.verdicts);
     assert_eq!(state(&cells, "flowise", "legacy").as_deref(), Some("LEAK"), "{cells:?}");
     assert_eq!(state(&cells, "webui", "legacy").as_deref(), Some("working"), "{cells:?}");
     assert!(red, "the LEAK cell is drawn in red");
+}
+
+#[test]
+fn an_engine_down_run_says_it_could_not_judge_never_broken() {
+    // Needs no stack: the scenario's credentials come from the environment.
+    let results = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cordon"));
+    cmd.args(["compose", "--project", "cordon-no-engine", "--scenario"])
+        .arg(repo().join("scenarios/reference.yaml"))
+        .arg("--results")
+        .arg(results.path())
+        .env("DOCKER_HOST", format!("unix://{}/no-engine.sock", results.path().display()));
+    for var in ["GITEA_TOKEN", "LEGACY_TOKEN", "MODERN_TOKEN", "NATIVE_TOKEN", "WIKI_TOKEN"] {
+        cmd.env(var, format!("{}-{}", var.to_lowercase(), support::stack::random_token()));
+    }
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = browse(&results.path().join("report.html"), &[COULD_NOT_JUDGE, BROKEN_ORANGE]);
+    assert!(!page.cells.is_empty());
+    let judged: Vec<_> =
+        page.cells.iter().filter(|(_, _, s)| s != "could not be judged" && s != "dark" && s != "not judged").collect();
+    assert!(judged.is_empty(), "with no engine nothing is working, broken, isolated or a leak: {judged:?}");
+    assert!(page.cells.iter().any(|(_, _, s)| s == "could not be judged"), "{:?}", page.cells);
+    assert!(page.colours[0] > CELL_PIXELS, "the could-not-be-judged yellow is drawn");
+    assert!(page.colours[1] < CELL_PIXELS, "no cell in broken's orange");
+    assert!(page.verdicts.iter().all(|v| v == "unreachable" || v == "skipped"), "{:?}", page.verdicts);
 }

@@ -11,6 +11,8 @@ use crate::model::{RunReport, Verdict};
 pub use super::escape::escape;
 
 const CELL: u32 = 96;
+/// The fill of a pair cordon could not look at: its own colour, never broken's orange.
+pub const COULD_NOT_JUDGE: &str = "#fff59d";
 const ROW_HEAD: u32 = 140;
 const COL_HEAD: u32 = 56;
 
@@ -18,6 +20,7 @@ fn colors(cell: Option<&Cell>) -> (&'static str, &'static str) {
     match cell {
         Some(Cell::Working) => ("#2e7d32", "#ffffff"),
         Some(Cell::Broken { .. }) => ("#ef6c00", "#ffffff"),
+        Some(Cell::CouldNotJudge { .. }) => (COULD_NOT_JUDGE, "#4e342e"),
         Some(Cell::Isolated) => ("#cfd8dc", "#263238"),
         Some(Cell::Leak { .. }) => ("#c62828", "#ffffff"),
         Some(Cell::NotJudged { .. }) | None => ("#f5f5f5", "#757575"),
@@ -178,7 +181,7 @@ pub fn render_since(report: &RunReport, since: Option<&crate::compare::Since>) -
         html.push_str(&super::since::html(since));
     }
     if !matrix.is_empty() {
-        html.push_str("<h2>Reach matrix</h2><p class=\"legend\"><span style=\"background:#2e7d32;color:#fff\">working</span><span style=\"background:#ef6c00;color:#fff\">broken</span><span style=\"background:#cfd8dc\">isolated</span><span style=\"background:#c62828;color:#fff\">LEAK</span><span style=\"background:#f5f5f5\">not judged</span></p>");
+        html.push_str("<h2>Reach matrix</h2><p class=\"legend\"><span style=\"background:#2e7d32;color:#fff\">working</span><span style=\"background:#ef6c00;color:#fff\">broken</span><span style=\"background:#cfd8dc\">isolated</span><span style=\"background:#c62828;color:#fff\">LEAK</span><span style=\"background:#fff59d\">could not be judged (cordon could not look)</span><span style=\"background:#f5f5f5\">not judged</span></p>");
         html.push_str(&matrix_svg(&matrix));
     }
     let mut families: Vec<&str> = report.results.iter().map(|r| r.id.family.as_str()).collect();
@@ -193,26 +196,52 @@ pub fn render_since(report: &RunReport, since: Option<&crate::compare::Since>) -
         let _ = write!(html, "<option>{v}</option>");
     }
     html.push_str("</select></label></p><table><tr><th>check</th><th>verdict</th><th>reason and evidence</th></tr>");
-    for r in &report.results {
+    // What needs a person first: failed, then unreachable, then the rest; a failure shows
+    // the evidence that proves it, and everything else it saw (and a pass's) folds away.
+    let mut ordered: Vec<&crate::model::CheckResult> = report.results.iter().collect();
+    ordered.sort_by_key(|r| rank(r.verdict));
+    for r in ordered {
         let verdict =
             serde_json::to_value(r.verdict).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         let _ = write!(
             html,
-            "<tr class=\"check\" data-family=\"{}\" data-verdict=\"{verdict}\"><td><code>{}</code></td><td class=\"{verdict}\">{}</td><td>{}<pre>",
+            "<tr class=\"check\" data-family=\"{}\" data-verdict=\"{verdict}\"><td><code>{}</code></td><td class=\"{verdict}\">{}</td><td>{}",
             r.id.family.as_str(),
             escape(&r.name),
             r.verdict.as_str(),
             escape(&r.reason)
         );
-        for line in r.evidence.iter().chain(r.transient.iter()) {
-            let _ = writeln!(html, "{}", escape(line));
+        let needs_a_person = rank(r.verdict) < 2;
+        if needs_a_person && !r.findings.is_empty() {
+            let proof = super::failure::text(r, super::failure::EvidenceLevel::Proof, None);
+            let _ = write!(html, "<pre class=\"proof\">{}</pre>", escape(&proof));
         }
-        html.push_str("</pre></td></tr>");
+        let lines: Vec<&String> = r.evidence.iter().chain(r.transient.iter()).collect();
+        if !lines.is_empty() {
+            let open = if needs_a_person && r.findings.is_empty() { " open" } else { "" };
+            let _ = write!(html, "<details{open}><summary>evidence ({} line(s))</summary><pre>", lines.len());
+            for line in lines {
+                let _ = writeln!(html, "{}", escape(line));
+            }
+            html.push_str("</pre></details>");
+        }
+        html.push_str("</td></tr>");
     }
     html.push_str("</table>");
     let _ = write!(html, "<footer><p>{}</p></footer>", escape(&provenance_footer(report)));
     html.push_str("</body></html>\n");
     html
+}
+
+/// The order of the checks table: what broke, what could not be looked at, then the rest.
+fn rank(v: Verdict) -> u8 {
+    match v {
+        Verdict::Failed | Verdict::StaleBaseline => 0,
+        Verdict::Unreachable => 1,
+        Verdict::KnownFailure => 2,
+        Verdict::Skipped => 3,
+        Verdict::Passed => 4,
+    }
 }
 
 /// Which cordon, scenario, suite and engine the run was: the footer of the page.

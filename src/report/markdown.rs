@@ -111,6 +111,7 @@ fn matrix_section(report: &RunReport, html: &str) -> String {
                     }
                     Some(c @ crate::matrix::Cell::Working) => format!("🟢 {}", c.label()),
                     Some(c @ crate::matrix::Cell::Broken { .. }) => format!("🟠 {}", c.label()),
+                    Some(c @ crate::matrix::Cell::CouldNotJudge { .. }) => format!("🟡 {}", c.label()),
                     Some(c @ crate::matrix::Cell::Isolated) => format!("⚪ {}", c.label()),
                     Some(c) => format!("➖ {}", c.label()),
                     None => "·".into(),

@@ -328,3 +328,32 @@ fn every_report_records_which_cordon_scenario_suite_and_engine_judged() {
     assert_eq!(json["provenance"]["cordon_commit"], "abc1234");
     assert_eq!(json["provenance"]["suite_sha256"], format!("sha256:{}", "2".repeat(64)));
 }
+
+#[test]
+fn the_html_report_leads_with_what_failed_and_folds_what_passed() {
+    let mut r = report();
+    r.results[1].findings.push(
+        crate::model::Finding::new(crate::model::FindingKind::ReadFailed, "read tool `add` returned isError: true")
+            .proven_by("result: {\"isError\":true}"),
+    );
+    let html = super::html::render(&r);
+    let order: Vec<&str> = html
+        .split("<tr class=\"check\" ")
+        .skip(1)
+        .map(|row| row.split("data-verdict=\"").nth(1).unwrap().split('"').next().unwrap())
+        .collect();
+    assert_eq!(order, ["failed", "stale_baseline", "unreachable", "known_failure", "skipped", "passed"], "{html}");
+    let row = |name: &str| html.split("<tr class=\"check\" ").find(|r| r.contains(name)).unwrap().to_string();
+    let failed = row("contract::a::read");
+    assert!(
+        failed.contains("<pre class=\"proof\">") && failed.contains("result: {&quot;isError&quot;:true}"),
+        "{failed}"
+    );
+    // An unreachable check without findings shows what it saw, unfolded.
+    assert!(row("contract::a::anonymous").contains("<details open><summary>evidence (1 line(s))"), "{html}");
+    let passed = row("contract::a::tools");
+    assert!(
+        passed.contains("<details><summary>evidence (1 line(s))</summary>") && !passed.contains("proof"),
+        "{passed}"
+    );
+}
