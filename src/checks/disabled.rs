@@ -19,6 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use super::connect::{ConnectError, Connected, full_accept_queue, tcp_connect};
 use super::name::{self, NameSeen};
+use super::presented::{How, honoured};
+pub use super::presented::{Presented, credential_at};
 use super::reach::{Answer, AskWho, Door, who_answers};
 use super::refusal::Try;
 use super::route::listeners_of;
@@ -28,7 +30,7 @@ use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Provider, Scenario};
 use crate::deployment::Deployment;
 use crate::engine::Target;
-use crate::mcp::{Ask, Endpoint, EntryPoint, Exchange, Limits, McpClient};
+use crate::mcp::{Ask, EntryPoint, Exchange, Limits, McpClient};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
 use crate::secret::Secret;
 
@@ -64,15 +66,6 @@ pub struct Look {
     pub who: Vec<(SocketAddr, Answer)>,
     /// The disabled credential presented at every listener on this position's networks.
     pub credential: Vec<Presented>,
-}
-
-/// The disabled credential at one listener: what came back with it (MCP asks at the
-/// endpoint's path, an SSE GET there and at `/sse`), and the same POSTs without it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Presented {
-    pub door: Door,
-    pub with: Vec<Try>,
-    pub without: Vec<Try>,
 }
 
 /// One place to look from, and what to try there.
@@ -391,76 +384,6 @@ impl Knocking<'_> {
     }
 }
 
-/// The disabled credential at every listener this position tries.
-async fn credential_at(doors: Vec<Door>, provider: &Provider, secret: Secret, limits: &Limits) -> Vec<Presented> {
-    // Listeners that speak no HTTP (a database, a DNS server) must not hold the look for
-    // long; what does not answer in time is recorded, not judged.
-    let short = std::time::Duration::from_secs(2);
-    let quick = Limits {
-        exchange_timeout: limits.exchange_timeout.min(short),
-        read_timeout: limits.read_timeout.min(short),
-        ..limits.clone()
-    };
-    join_all(doors.into_iter().map(|door| present(door, provider, secret.clone(), quick.clone()))).await
-}
-
-/// Presents the credential at one listener, and asks the same without it: a listener that
-/// turns the request away without the credential but not with it has accepted it, even
-/// where the path or the transport is not the disabled endpoint's.
-async fn present(door: Door, provider: &Provider, secret: Secret, limits: Limits) -> Presented {
-    let at = pinned(provider, door.addr.ip()).at_port(door.addr.port());
-    let mut legacy = at.clone();
-    legacy.url.set_path("/sse");
-    let posts = [
-        Ask::new(EntryPoint::Initialize),
-        Ask::new(EntryPoint::Discover).modern(),
-        Ask::new(EntryPoint::ToolsList).modern(),
-    ];
-    let sse = [Ask::new(EntryPoint::SseGet)];
-    let mut plan: Vec<(Endpoint, Option<Secret>, &[Ask])> = vec![
-        (at.clone(), Some(secret.clone()), &posts),
-        (at.clone(), Some(secret.clone()), &sse),
-        (at.clone(), None, &posts),
-    ];
-    if legacy.url != at.url {
-        plan.push((legacy, Some(secret), &sse));
-    }
-    let none = BTreeSet::new();
-    let runs = join_all(plan.into_iter().map(|(endpoint, bearer, asks)| {
-        let presented = bearer.is_some();
-        let client = McpClient::new(endpoint, bearer, limits.clone());
-        let none = &none;
-        async move {
-            let Ok(client) = client else { return (presented, vec![]) };
-            let tries = join_all(asks.iter().map(|ask| async {
-                Try { ask: ask.clone(), outcome: client.exchange(ask, none).await.map_err(|e| ErrorSeen::from(&e)) }
-            }))
-            .await;
-            (presented, tries)
-        }
-    }))
-    .await;
-    let (mut with, mut without) = (Vec::new(), Vec::new());
-    for (presented, tries) in runs {
-        if presented { with.extend(tries) } else { without.extend(tries) }
-    }
-    Presented { door, with, without }
-}
-
-/// The disabled credential was honoured: a result, a session, or an inventory.
-fn grants(e: &Exchange) -> bool {
-    e.body.has_result()
-        || e.body.endpoint_event
-        || e.body.inventory
-        || ((200..300).contains(&e.status) && e.session_id.is_some())
-}
-
-/// A status a server gives only to a request it let through authentication: a redirect, or
-/// a client error other than a refusal (401, 403), a proxy's (407) or a rate limit (429).
-fn past_authentication(status: u16) -> bool {
-    (300..400).contains(&status) || ((400..500).contains(&status) && !matches!(status, 401 | 403 | 407 | 429))
-}
-
 /// A dark verdict is only as good as its closed IPv6 doors: while an IPv6 address on the
 /// way is still in duplicate address detection, a failed IPv6 connect proves nothing.
 fn settled_or_not_ready(attempt: Attempt, looks: &[Look], lookers: &[crate::engine::Target]) -> Attempt {
@@ -697,27 +620,18 @@ fn judge_credential(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<St
                 })
                 .collect()
         };
-        let ok = |t: &Try| t.outcome.as_ref().ok().cloned();
-        let granted = p.with.iter().filter_map(ok).find(grants);
-        // Turned away without the credential, let past authentication with it.
-        let passed = p.with.iter().filter_map(ok).find_map(|e| {
-            let before = p.without.iter().filter(|t| t.ask == e.ask).find_map(ok)?;
-            (matches!(before.status, 401 | 403) && past_authentication(e.status)).then_some((before, e))
-        });
         let alive = |template: &'static str| Finding::new(FindingKind::CredentialAlive, template);
-        let how = match (&granted, &passed) {
-            (Some(e), _) if e.body.has_result() => {
-                Some((e, alive(" answered {entry} at {url} {status} with a result")))
-            }
-            (Some(e), _) => Some((e, alive(" answered {entry} at {url} {status} with a session"))),
-            (None, Some((before, e))) => {
+        let how = honoured(p).map(|h| match h.how {
+            How::Result => (h.exchange, alive(" answered {entry} at {url} {status} with a result")),
+            How::Session => (h.exchange, alive(" answered {entry} at {url} {status} with a session")),
+            How::PastAuthentication { status_without } => {
                 let passes = " answered {entry} at {url} {status_without} without it but {status} with it: it passes authentication there";
-                Some((e, alive(passes).fact("status_without", before.status)))
+                (h.exchange, alive(passes).fact("status_without", status_without))
             }
-            (None, None) => None,
-        };
+        });
         match how {
             Some((e, how)) => {
+                let e = &e;
                 evidence.push(format!("{from}: {door}: {}", e.summary()));
                 let line = e.proof(&format!("{from}: {door}: "));
                 findings.push(

@@ -17,6 +17,7 @@ pub mod name;
 pub mod name_tries;
 pub mod openwebui;
 pub mod plan;
+pub mod presented;
 pub mod reach;
 pub mod refusal;
 pub mod route;

@@ -6,6 +6,9 @@
 //! `reach::<client>-/->app:<provider>`: no client at all reaches the app behind an
 //! adapter sidecar directly; only the sidecar may.
 //!
+//! Containers outside the deployment on the client's networks are tried too (see
+//! [`outsiders`]): one that honours the provider's credential is a way in.
+//!
 //! A port is judged only once its container is seen listening on it: until then a
 //! refused connect proves nothing and the attempt is not ready. A connect that succeeds
 //! is repeated; one the engine let through for a moment and never again is recorded as
@@ -31,6 +34,7 @@ use crate::netns::NsView;
 use crate::netns::listener::Listener;
 
 mod answer;
+pub mod outsiders;
 use crate::topology::Topology;
 #[cfg(test)]
 pub use answer::answer_of;
@@ -326,6 +330,16 @@ impl Probe for ReachCheck {
                 f.fact("client", &self.client).fact("provider", &provider.id)
             };
             let mut outcome = judge_led(&surface, &knocks, &what, Crossing::Lateral, lead);
+            if !self.app {
+                let secret = ctx.scenario.secret(&provider.credential).clone();
+                let limits = ctx.suite.limits.clone();
+                match outsiders::look(&deployment, (&self.client, &client), &from, provider, secret, limits).await {
+                    Ok((findings, evidence)) => {
+                        outcome.attempt = outsiders::merged(outcome.attempt, findings, evidence);
+                    }
+                    Err(attempt) => return attempt.into(),
+                }
+            }
             outcome.attempt.lead_with(deployment.probed_by(&client, &from));
             outcome
         })
