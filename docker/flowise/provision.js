@@ -5,7 +5,9 @@
 //   2. deletes every custom MCP server entry, chatflow, credential and API key whose name
 //      starts with the prefix (what an earlier deploy made), and makes them again:
 //      the model credential, one entry per declared provider (bearer in the encrypted
-//      custom headers), authorized, and a chatflow per entry that calls its read tool;
+//      custom headers), authorized, and a flow per entry that calls its read tool: a
+//      chatflow (a tool agent), or with `"flow": "agentflow"` an Agentflow whose Tool
+//      node calls it with fixed arguments (the requirement's fixture shape);
 //   3. prints one line per object, never a secret.
 // Exits non-zero with the failing call and Flowise's answer.
 'use strict';
@@ -96,6 +98,28 @@ function chatflow(serverId, tool, credentialId, model) {
     return JSON.stringify({ nodes, edges });
 }
 
+// The requirement's own fixture shape: an Agentflow whose Tool node calls one named tool of
+// the entry with fixed arguments (no model in the way): Start -> Tool.
+function agentflow(serverId, tool) {
+    const node = (id, name, label, inputs) => ({
+        id, type: 'agentFlow', position: { x: 0, y: 0 },
+        data: { id, name, label, inputs, outputs: {}, inputParams: [], inputAnchors: [], outputAnchors: [{ id: `${id}-output-${id}`, label, name: label }] },
+    });
+    const nodes = [
+        node('startAgentflow_0', 'startAgentflow', 'Start', { startInputType: 'chatInput', startState: '' }),
+        node('toolAgentflow_0', 'toolAgentflow', 'Tool', {
+            toolAgentflowSelectedTool: 'customMcpServerTool',
+            toolAgentflowSelectedToolConfig: { mcpServerId: serverId, mcpActions: JSON.stringify([tool]), toolAgentflowSelectedTool: 'customMcpServerTool' },
+            toolInputArgs: [], toolUpdateState: '',
+        }),
+    ];
+    const edges = [{
+        id: 'startAgentflow_0-toolAgentflow_0', type: 'agentFlow', source: 'startAgentflow_0', target: 'toolAgentflow_0',
+        sourceHandle: 'startAgentflow_0-output-startAgentflow', targetHandle: 'toolAgentflow_0',
+    }];
+    return JSON.stringify({ nodes, edges });
+}
+
 async function main() {
     const spec = JSON.parse(require('fs').readFileSync(0, 'utf8'));
     const prefix = spec.prefix;
@@ -150,6 +174,14 @@ async function main() {
         const status = authorized.status === 200 ? authorized.json.status : `not authorized (${authorized.status}: ${(authorized.json && authorized.json.message) || ''})`;
         say(`entry ${name} -> ${entry.url.replace(/\/[^/]*$/, '/…')}: ${status}`);
         if (entry.chatflow === false) continue;
+        if (entry.flow === 'agentflow') {
+            await ok('POST', '/api/v1/chatflows', {
+                name, type: 'AGENTFLOW', deployed: false, isPublic: false, category: prefix.replace(/:$/, ''),
+                flowData: agentflow(created.id, entry.tool),
+            });
+            say(`agentflow ${name} (Start -> Tool ${entry.tool})`);
+            continue;
+        }
         await ok('POST', '/api/v1/chatflows', {
             name, type: 'CHATFLOW', deployed: false, isPublic: false, category: prefix.replace(/:$/, ''),
             flowData: chatflow(created.id, entry.tool, credential.id, spec.model),

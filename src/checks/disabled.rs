@@ -654,7 +654,6 @@ mod tests {
     use super::super::reach::Via;
     use super::*;
     use crate::dns::{AnswerSource, NameAnswer, WildcardSet};
-    use crate::mcp::{BodyFacts, RpcFacts};
 
     fn door(addr: &str, container: &str) -> Door {
         Door {
@@ -682,22 +681,7 @@ mod tests {
     }
 
     fn exchange(ask: Ask, status: u16, result: bool) -> Exchange {
-        Exchange {
-            ask,
-            method: "POST".into(),
-            url: "http://wiki:8000/mcp".into(),
-            status,
-            content_type: None,
-            content_encoding: None,
-            location: None,
-            www_authenticate: None,
-            session_id: None,
-            hops: vec![],
-            body: BodyFacts {
-                messages: if result { vec![RpcFacts { result: true, error_code: None }] } else { vec![] },
-                ..Default::default()
-            },
-        }
+        crate::checks::testing::exchange_for_tests(ask, "http://wiki:8000/mcp", status, result)
     }
 
     fn kinds(a: Attempt) -> Vec<FindingKind> {

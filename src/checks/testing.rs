@@ -50,3 +50,23 @@ pub(crate) fn target_for_tests() -> crate::engine::Target {
         node: None,
     }
 }
+
+/// A POST of `ask` to `url` answered `status`, with a JSON-RPC result or none.
+pub(crate) fn exchange_for_tests(ask: crate::mcp::Ask, url: &str, status: u16, result: bool) -> crate::mcp::Exchange {
+    crate::mcp::Exchange {
+        ask,
+        method: "POST".into(),
+        url: url.into(),
+        status,
+        content_type: None,
+        content_encoding: None,
+        location: None,
+        www_authenticate: None,
+        session_id: None,
+        hops: vec![],
+        body: crate::mcp::BodyFacts {
+            messages: if result { vec![crate::mcp::RpcFacts { result: true, error_code: None }] } else { vec![] },
+            ..Default::default()
+        },
+    }
+}

@@ -192,25 +192,15 @@ pub fn merged(attempt: Attempt, findings: Vec<Finding>, more: Vec<String>) -> At
 mod tests {
     use super::*;
     use crate::checks::refusal::Try;
-    use crate::mcp::{Ask, BodyFacts, EntryPoint, Exchange, RpcFacts};
+    use crate::mcp::{Ask, EntryPoint, Exchange};
 
     fn exchange(status: u16, result: bool) -> Exchange {
-        Exchange {
-            ask: Ask::new(EntryPoint::Initialize),
-            method: "POST".into(),
-            url: "http://native:8000/mcp".into(),
+        crate::checks::testing::exchange_for_tests(
+            Ask::new(EntryPoint::Initialize),
+            "http://native:8000/mcp",
             status,
-            content_type: None,
-            content_encoding: None,
-            location: None,
-            www_authenticate: None,
-            session_id: None,
-            hops: vec![],
-            body: BodyFacts {
-                messages: if result { vec![RpcFacts { result: true, error_code: None }] } else { vec![] },
-                ..Default::default()
-            },
-        }
+            result,
+        )
     }
 
     fn presented(with: (u16, bool), without: (u16, bool)) -> Presented {
