@@ -105,9 +105,9 @@ enum Command {
     /// Print a completion script for a shell, e.g.
     /// `cordon completions bash > /etc/bash_completion.d/cordon`.
     Completions {
-        /// The shell: bash, zsh or fish
-        #[arg(value_parser = ["bash", "zsh", "fish"])]
-        shell: String,
+        /// The shell
+        #[arg(value_enum)]
+        shell: CompletionShell,
     },
     /// Runs one probe plan (JSON on stdin) where it stands; what carrier containers run.
     #[command(hide = true)]
@@ -157,13 +157,31 @@ enum Command {
     },
 }
 
+/// The shells `cordon completions` writes a script for.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// How an endpoint speaks MCP.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum TransportArg {
+    /// Streamable HTTP
+    #[value(name = "streamable-http")]
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport
+    Sse,
+}
+
 #[derive(clap::Args)]
 struct ProbeArgs {
     /// The MCP endpoint, e.g. http://127.0.0.1:8000/mcp (or the /sse URL with --transport sse).
     url: String,
     /// How the endpoint speaks MCP: streamable-http, or the legacy HTTP+SSE transport
-    #[arg(long, value_parser = ["streamable-http", "sse"], default_value = "streamable-http")]
-    transport: String,
+    #[arg(long, value_enum, default_value_t = TransportArg::StreamableHttp)]
+    transport: TransportArg,
     /// Environment variable holding the bearer the endpoint must accept.
     #[arg(long)]
     bearer_env: String,
@@ -234,7 +252,7 @@ pub fn main() -> Ending {
             Command::Run { suite, scenario, results, project: Some(stack), history, console, tests }
         }
         Command::Agent => return crate::agent::main(),
-        Command::Completions { shell } => return completions(&shell),
+        Command::Completions { shell } => return completions(shell),
         other => other,
     };
     match command {
@@ -322,7 +340,10 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
     let provider = Provider {
         id: "probe".into(),
         url: url.clone(),
-        transport: if args.transport == "sse" { Transport::Sse } else { Transport::StreamableHttp },
+        transport: match args.transport {
+            TransportArg::Sse => Transport::Sse,
+            TransportArg::StreamableHttp => Transport::StreamableHttp,
+        },
         credential: "probe".into(),
         refusal: if args.refusal_jsonrpc { Refusal::JsonrpcError } else { Refusal::HttpStatus },
         allowed_consumers: vec![],
@@ -366,12 +387,12 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
 }
 
 /// `cordon completions SHELL`: the script, from the same definitions as `--help`.
-fn completions(shell: &str) -> Ending {
+fn completions(shell: CompletionShell) -> Ending {
     use clap_complete::Shell;
     let shell = match shell {
-        "bash" => Shell::Bash,
-        "zsh" => Shell::Zsh,
-        _ => Shell::Fish,
+        CompletionShell::Bash => Shell::Bash,
+        CompletionShell::Zsh => Shell::Zsh,
+        CompletionShell::Fish => Shell::Fish,
     };
     clap_complete::generate(shell, &mut command(), "cordon", &mut std::io::stdout());
     Ending::Passed

@@ -141,6 +141,16 @@ impl Deployment {
         self.read_proc(target, |_| read).await
     }
 
+    /// The listeners of each of `targets`, by name, read from its own namespace: whether a
+    /// refused connect means "still starting" or "turned away".
+    pub async fn listeners_of(
+        &self,
+        targets: &[Target],
+    ) -> Result<std::collections::BTreeMap<String, Vec<Listener>>, Attempt> {
+        let reads = futures_util::future::join_all(targets.iter().map(|t| self.listeners(t))).await;
+        targets.iter().zip(reads).map(|(t, read)| Ok((t.name.clone(), read?))).collect()
+    }
+
     /// The engine that runs `target`: this node's, or the one the suite names for its
     /// node; `Err` says why there is none.
     pub fn engine_of(&self, target: &Target) -> Result<Engine, String> {

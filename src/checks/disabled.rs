@@ -23,7 +23,6 @@ use super::presented::{How, honoured};
 pub use super::presented::{Presented, credential_at};
 use super::reach::{Answer, AskWho, Door, who_answers};
 use super::refusal::Try;
-use super::route::listeners_of;
 use super::sessions::ErrorSeen;
 use super::vantage::pinned;
 use crate::check::{Check, Probe, RunContext, named};
@@ -234,7 +233,7 @@ async fn positions(
     let mut containers: Vec<Target> = networks.iter().flat_map(|n| topology.on_network(n)).cloned().collect();
     containers.sort_by(|a, b| a.id.cmp(&b.id));
     containers.dedup_by(|a, b| a.id == b.id);
-    let listening = listeners_of(deployment, &containers).await?;
+    let listening = deployment.listeners_of(&containers).await?;
     for network in &networks {
         let on_it = topology.on_network(network);
         let holder = out.iter().position(|p| topology.network_keys_of(&p.target).iter().any(|n| n == network));
@@ -411,7 +410,7 @@ async fn silence_of_a_full_queue(
     if !matches!(attempt, Attempt::Pass { .. }) || behind.is_empty() {
         return attempt;
     }
-    match listeners_of(deployment, &behind).await {
+    match deployment.listeners_of(&behind).await {
         Ok(listening) => dark_unless_full(attempt, &behind, &listening, port),
         Err(not_read) => not_read,
     }

@@ -23,7 +23,6 @@ use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
 use super::reach::{self, AskWho, Crossing, Door, Knock, Surface, Via, knock_all};
-use super::route::listeners_of;
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Mode, Provider, Scenario};
 use crate::dns::ResolvConf;
@@ -100,7 +99,7 @@ impl Probe for EgressCheck {
                 .into();
             }
             let others = others(&topology, provider);
-            let listening = match listeners_of(&deployment, &others).await {
+            let listening = match deployment.listeners_of(&others).await {
                 Ok(l) => l,
                 Err(attempt) => return attempt.into(),
             };

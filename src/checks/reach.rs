@@ -24,7 +24,6 @@ use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
 use super::connect::{ConnectError, Connected, silenced_by_full_queue, tcp_connect};
-use super::route::listeners_of;
 use super::vantage::client_target;
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Mode, Provider, Scenario};
@@ -275,7 +274,7 @@ impl Probe for ReachCheck {
             if targets.is_empty() {
                 return Attempt::not_ready(format!("`{service}` has no running container to probe"), vec![]).into();
             }
-            let listening = match listeners_of(&deployment, &targets).await {
+            let listening = match deployment.listeners_of(&targets).await {
                 Ok(l) => l,
                 Err(attempt) => return attempt.into(),
             };
@@ -359,7 +358,7 @@ pub(crate) async fn listeners_after_silence(
     if behind.is_empty() {
         return None;
     }
-    Some(listeners_of(deployment, &behind).await)
+    Some(deployment.listeners_of(&behind).await)
 }
 
 /// Every virtual IP of the service on every network, on every port a door of the

@@ -17,8 +17,6 @@ use super::name::{self, NameSeen};
 use super::vantage::client_target;
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Scenario};
-use crate::deployment::Deployment;
-use crate::engine::Target;
 use crate::model::{Attempt, CheckName, Finding, FindingKind, Relation};
 use crate::netns::NsView;
 use crate::netns::listener::Listener;
@@ -47,16 +45,6 @@ pub struct RouteObservation {
     pub name: NameSeen,
     pub port: u16,
     pub connects: Vec<(SocketAddr, Connected)>,
-}
-
-/// The listeners of each container of a service, read from its own namespace: whether a
-/// refused connect means "still starting" or "turned away".
-pub async fn listeners_of(
-    deployment: &Deployment,
-    targets: &[Target],
-) -> Result<BTreeMap<String, Vec<Listener>>, Attempt> {
-    let reads = join_all(targets.iter().map(|t| deployment.listeners(t))).await;
-    targets.iter().zip(reads).map(|(t, read)| Ok((t.name.clone(), read?))).collect()
 }
 
 /// What the client does: resolve the name, connect to every answer outside W.
@@ -90,7 +78,7 @@ impl Probe for RouteCheck {
                 Err(attempt) => return attempt,
             };
             let providers = topology.running(&provider.service).to_vec();
-            let mut listening = match listeners_of(&deployment, &providers).await {
+            let mut listening = match deployment.listeners_of(&providers).await {
                 Ok(l) => l,
                 Err(attempt) => return attempt,
             };
@@ -109,7 +97,7 @@ impl Probe for RouteCheck {
             // A connect with no answer: how the listeners stand now, after it (their accept
             // queues say whether the silence was the provider's own).
             if observation.connects.iter().any(|(_, r)| matches!(r, Err(ConnectError::NoAnswer { .. }))) {
-                match listeners_of(&deployment, &providers).await {
+                match deployment.listeners_of(&providers).await {
                     Ok(after) => listening = after,
                     Err(attempt) => return attempt,
                 }

@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use super::{Door, Via};
 use crate::checks::presented::{Presented, credential_at, honoured, open_without};
-use crate::checks::route::listeners_of;
 use crate::config::Provider;
 use crate::deployment::Deployment;
 use crate::engine::Target;
@@ -155,7 +154,7 @@ pub async fn look(
     if outsiders.is_empty() {
         return Ok((vec![], vec![]));
     }
-    let listening = listeners_of(deployment, &outsiders).await.unwrap_or_default();
+    let listening = deployment.listeners_of(&outsiders).await.unwrap_or_default();
     let port = provider.url.port_or_known_default().unwrap_or(80);
     let doors = doors(&topology, client, &outsiders, &listening, port);
     let owners: BTreeMap<String, String> = outsiders.iter().map(|t| (t.name.clone(), owner(t))).collect();
