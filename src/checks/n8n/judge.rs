@@ -412,7 +412,9 @@ pub fn judge_workflows(workflows: &[WorkflowSeen], set: &ManagedSet) -> Vec<Find
     let mut findings = Vec::new();
     for w in workflows.iter().filter(|w| w.name.starts_with(&set.prefix)) {
         let provider = &w.name[set.prefix.len()..];
-        if set.server.as_deref() == Some(provider) {
+        // n8n's own MCP Server Trigger workflow, whatever its name: `n8n::server` judges it.
+        let serves = !w.triggers.is_empty() && w.clients.is_empty();
+        if set.server.as_deref() == Some(provider) || serves {
             continue;
         }
         let named_for_unwanted = set.unwanted.get(provider);

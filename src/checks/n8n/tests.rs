@@ -111,7 +111,11 @@ fn the_declared_workflows_n8n_s_own_trigger_and_a_person_s_workflows_pass() {
     server.clients.clear();
     // A person's workflow may reach anything with a credential of their own.
     let person = kept("on-call helper", "http://wiki:8000/sse", true);
-    assert_eq!(judge_workflows(&[workflow(), server, person], &managed_set()), vec![]);
+    // A trigger workflow named otherwise is the server's too (found by its path there).
+    let mut trigger = kept("infinito:n8n-mcp", "", true);
+    trigger.clients.clear();
+    trigger.triggers = vec![TriggerSeen { path: "cordon-tools".into(), ..Default::default() }];
+    assert_eq!(judge_workflows(&[workflow(), server, person, trigger], &managed_set()), vec![]);
 }
 
 #[rstest]
