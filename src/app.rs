@@ -26,6 +26,8 @@ pub struct RunRequest {
     pub suite: Suite,
     pub redactor: Redactor,
     pub tests: Arguments,
+    /// Every filter given (`route:: reach::`): a check any of them matches is selected.
+    pub filters: Vec<String>,
     /// How much of a failed check's evidence the console prints.
     pub evidence: EvidenceLevel,
     pub results_dir: Option<PathBuf>,
@@ -52,14 +54,19 @@ pub fn report_config_errors(what: &str, errors: &ConfigErrors, redactor: &Redact
 }
 
 pub fn execute(request: RunRequest) -> Ending {
-    let RunRequest { scenario, mut suite, redactor, tests, evidence, results_dir, project, compare } = request;
+    let RunRequest { scenario, mut suite, redactor, tests, filters, evidence, results_dir, project, compare } = request;
+    if let Some(threads) = tests.test_threads {
+        // libtest's habit: --test-threads N runs N checks at a time.
+        suite.concurrency = threads.max(1);
+    }
     if let Some(dir) = results_dir {
         suite.outputs.override_dir(dir, "--results");
     }
-    let Selection { selected, unselected, earlier } = match select(&scenario, &suite, &tests, compare, &redactor) {
-        Ok(s) => s,
-        Err(ending) => return ending,
-    };
+    let Selection { selected, unselected, earlier } =
+        match select(&scenario, &suite, (&tests, &filters), compare, &redactor) {
+            Ok(s) => s,
+            Err(ending) => return ending,
+        };
     let started_at = SystemTime::now();
     let started = Instant::now();
     let scenario_name = scenario.name.clone();
@@ -124,7 +131,7 @@ struct Selection {
 fn select(
     scenario: &Scenario,
     suite: &Suite,
-    tests: &Arguments,
+    (tests, filters): (&Arguments, &[String]),
     compare: Option<CompareRequest>,
     redactor: &Redactor,
 ) -> Result<Selection, Ending> {
@@ -142,14 +149,14 @@ fn select(
         return Err(report_config_errors("suite", &ConfigErrors(stale), redactor));
     }
     if tests.list {
-        console::list(tests, &names);
+        console::list(tests, filters, &names);
         return Err(Ending::Passed);
     }
     for (entry, matched) in runner::pattern_coverage(&suite.known_failures, &names) {
         eprintln!("{}", crate::text::sanitize(&runner::describe_coverage(entry, &matched)));
     }
     let (selected, unselected): (Vec<_>, Vec<_>) =
-        planned.into_iter().partition(|c| console::is_selected(tests, &c.name().to_string()));
+        planned.into_iter().partition(|c| console::is_selected(tests, filters, &c.name().to_string()));
     let unselected: Vec<String> = unselected.iter().map(|c| c.name().to_string()).collect();
     if selected.is_empty() {
         // A typo in a CI filter must not turn into a green job that checked nothing.

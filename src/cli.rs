@@ -231,7 +231,11 @@ struct ProbeArgs {
 }
 
 pub fn main() -> Ending {
-    let parsed = command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m));
+    let mut filters = Vec::new();
+    let parsed = command().try_get_matches().and_then(|m| {
+        filters = filters_of(&m);
+        Cli::from_arg_matches(&m)
+    });
     let cli = match parsed {
         Ok(cli) => cli,
         // Help and version go to stdout as clap writes them.
@@ -247,6 +251,15 @@ pub fn main() -> Ending {
         }
     };
     let redactor = Redactor::new();
+    if let Some(tests) = tests_of(&cli.command) {
+        let refused = help::refused_libtest_flags(tests);
+        if !refused.is_empty() {
+            for why in refused {
+                eprintln!("error: {why}");
+            }
+            return Ending::Usage;
+        }
+    }
     let command = match cli.command {
         Command::Swarm { stack, scenario, suite, results, history, console, tests } => {
             Command::Run { suite, scenario, results, project: Some(stack), history, console, tests }
@@ -258,7 +271,8 @@ pub fn main() -> Ending {
     match command {
         Command::Run { suite, scenario, results, project, history, console, tests }
         | Command::Compose { suite, scenario, results, project, history, console, tests } => {
-            let scenario = match Scenario::load(&scenario, &redactor) {
+            let load = if tests.list { Scenario::load_for_listing } else { Scenario::load };
+            let scenario = match load(&scenario, &redactor) {
                 Ok(s) => s,
                 Err(e) => return app::report_config_errors("scenario", &e, &redactor),
             };
@@ -272,6 +286,7 @@ pub fn main() -> Ending {
                 suite,
                 redactor,
                 tests,
+                filters,
                 evidence: console.level(),
                 results_dir: results,
                 project,
@@ -285,7 +300,7 @@ pub fn main() -> Ending {
         Command::Compare { before, after } => crate::compare::offline(&before, &after),
         Command::Import(platform) => crate::import::run(platform),
         Command::Swarm { .. } | Command::Agent | Command::Completions { .. } => unreachable!("mapped above"),
-        Command::Probe(args) => match probe_request(*args, &redactor) {
+        Command::Probe(args) => match probe_request(*args, filters, &redactor) {
             Ok(request) => app::execute(request),
             Err(message) => {
                 eprintln!("error: {}", crate::text::sanitize(&redactor.redact(&message)));
@@ -295,7 +310,24 @@ pub fn main() -> Ending {
     }
 }
 
-fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, String> {
+/// Every positional filter of the subcommand (libtest-mimic's arguments keep the first).
+fn filters_of(m: &clap::ArgMatches) -> Vec<String> {
+    m.subcommand()
+        .and_then(|(_, sub)| sub.try_get_many::<String>("filter").ok().flatten())
+        .map(|v| v.cloned().collect())
+        .unwrap_or_default()
+}
+
+/// The libtest arguments of a subcommand that runs checks.
+fn tests_of(command: &Command) -> Option<&Arguments> {
+    match command {
+        Command::Run { tests, .. } | Command::Compose { tests, .. } | Command::Swarm { tests, .. } => Some(tests),
+        Command::Probe(args) => Some(&args.tests),
+        _ => None,
+    }
+}
+
+fn probe_request(args: ProbeArgs, filters: Vec<String>, redactor: &Redactor) -> Result<RunRequest, String> {
     let url = endpoint_url(&args.url).map_err(|e| format!("the endpoint URL: {e}"))?;
     let read_secret = |flag: &str, var: &str| -> Result<String, String> {
         credential::load(Source::Env(var)).map_err(|e| format!("{flag}: {e}"))
@@ -379,11 +411,23 @@ fn probe_request(args: ProbeArgs, redactor: &Redactor) -> Result<RunRequest, Str
         suite,
         redactor: redactor.clone(),
         tests: args.tests,
+        filters,
         evidence: args.console.level(),
         results_dir: args.results,
         project: None,
         compare: None,
     })
+}
+
+/// The command line without its hidden subcommands (`agent`): what completions offer.
+fn visible_command() -> clap::Command {
+    let full = command();
+    let mut visible =
+        clap::Command::new("cordon").version(help::VERSION).about(full.get_about().cloned().unwrap_or_default());
+    for sub in full.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
+        visible = visible.subcommand(sub.clone());
+    }
+    visible
 }
 
 /// `cordon completions SHELL`: the script, from the same definitions as `--help`.
@@ -394,6 +438,6 @@ fn completions(shell: CompletionShell) -> Ending {
         CompletionShell::Zsh => Shell::Zsh,
         CompletionShell::Fish => Shell::Fish,
     };
-    clap_complete::generate(shell, &mut command(), "cordon", &mut std::io::stdout());
+    clap_complete::generate(shell, &mut visible_command(), "cordon", &mut std::io::stdout());
     Ending::Passed
 }

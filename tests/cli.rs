@@ -115,3 +115,66 @@ fn a_mistyped_compare_path_is_an_error_and_compare_init_takes_a_first_night() {
         cordon(&["compose", "--scenario", scenario, "--compare", missing, "--compare-init", missing, "--list"]);
     assert_eq!(code, 2, "the two are one choice: {stderr}");
 }
+
+/// libtest habits: `--list` needs no credentials and stops quietly when its reader does;
+/// several filters select their union; `--format json` lists JSON; flags that would do
+/// nothing are refused with why; completions offer no hidden command; exit codes are in
+/// the top-level help.
+#[test]
+fn libtest_habits_work_or_are_refused_with_why() {
+    let scenario = repo().join("scenarios/reference.yaml");
+    let scenario = scenario.to_str().unwrap();
+    let list = |extra: &[&str]| {
+        let mut args = vec!["compose", "--project", "p", "--scenario", scenario, "--list"];
+        args.extend_from_slice(extra);
+        let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
+            .args(&args)
+            .env_remove("GITEA_TOKEN")
+            .env_remove("NATIVE_TOKEN")
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, all, stderr) = list(&[]);
+    assert_eq!(code, 0, "no credential is needed to list: {stderr}");
+    assert!(all.lines().any(|l| l == "route::webui->gitea: test"), "{all}");
+    let (_, union, _) = list(&["route::", "reach::"]);
+    let names: Vec<&str> = union.lines().filter_map(|l| l.strip_suffix(": test")).collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("route::")) && names.iter().any(|n| n.starts_with("reach::")),
+        "{union}"
+    );
+    assert!(names.iter().all(|n| n.starts_with("route::") || n.starts_with("reach::")), "{union}");
+    let (_, json, _) = list(&["--format", "json", "disabled::"]);
+    let first: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    assert_eq!(first["name"], "disabled::wiki");
+    assert_eq!(first["family"], "disabled");
+
+    // A reader that stops after one line: no panic, exit 0.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args(["compose", "--project", "p", "--scenario", scenario, "--list"])
+        .env_remove("GITEA_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+
+    for flag in ["--nocapture", "--ignored", "--include-ignored", "--show-output", "--bench"] {
+        let (code, _, stderr) = cordon(&["compose", "--project", "p", "--scenario", scenario, flag]);
+        assert_eq!(code, 2, "{flag}: {stderr}");
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+    }
+    let (_, script, _) = cordon(&["completions", "bash"]);
+    assert!(!script.contains("agent"), "the hidden agent command is offered");
+    assert!(script.contains("compose"));
+    let (_, help, _) = cordon(&["--help"]);
+    assert!(help.contains("Exit codes: 0"), "{help}");
+}

@@ -13,13 +13,39 @@ use clap::Command;
 /// `0.1.0 (commit 4a38c2e1b2c3)`: the commit cordon was built from (build.rs).
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("CORDON_COMMIT"), ")");
 
-/// libtest flags cordon accepts and does nothing with.
+/// libtest flags cordon does not show: those it refuses with a reason (see
+/// [`refused_libtest_flags`]), `--test` (cordon only runs checks) and `--test-threads`
+/// (it sets the suite's concurrency).
 const IGNORED: [&str; 8] =
     ["include_ignored", "ignored", "test", "bench", "nocapture", "show_output", "unstable_flags", "test_threads"];
 
+/// libtest flags that would do nothing in cordon: refused, each with why, rather than
+/// accepted and ignored (a habit that silently does nothing misleads).
+pub fn refused_libtest_flags(tests: &libtest_mimic::Arguments) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if tests.nocapture || tests.show_output {
+        out.push("--nocapture and --show-output: cordon captures no output; evidence is shown with --verbose or --evidence all");
+    }
+    if tests.ignored || tests.include_ignored {
+        out.push(
+            "--ignored and --include-ignored: no check is ignored; a check that cannot apply is skipped, saying why",
+        );
+    }
+    if tests.bench {
+        out.push("--bench: cordon runs no benchmarks (see docs/bench.md)");
+    }
+    if tests.unstable_flags.is_some() {
+        out.push("-Z: cordon has no unstable options");
+    }
+    out
+}
+
 /// cordon's words for the libtest flags it honours.
 const HONOURED: [(&str, &str); 8] = [
-    ("filter", "Run only the checks whose name contains FILTER (e.g. `route::`, `->gitea`)"),
+    (
+        "filter",
+        "Run only the checks whose name contains a FILTER (e.g. `route::`, `->gitea`); several select every check any of them matches",
+    ),
     ("list", "List the checks planned for this scenario and suite, and run none"),
     ("exact", "Match FILTER and --skip against whole check names"),
     ("skip", "Skip the checks whose name contains FILTER (may be repeated)"),
@@ -39,7 +65,7 @@ unreachable at the deadline): retry, the deployment may be fine. The reports are
 
 /// The finished command line: version with the commit, and every subcommand's help.
 pub fn polish(cmd: Command) -> Command {
-    let mut cmd = cmd.version(VERSION);
+    let mut cmd = cmd.version(VERSION).after_help(EXIT_CODES);
     let names: Vec<String> = cmd.get_subcommands().map(|s| s.get_name().to_string()).collect();
     for name in names {
         cmd = cmd.mut_subcommand(name, polish_subcommand);
@@ -53,6 +79,8 @@ fn polish_subcommand(mut sub: Command) -> Command {
         return sub;
     }
     sub = sub.help_template(TEMPLATE).after_help(EXIT_CODES);
+    // Several filters select the checks any of them matches (`route:: reach::`).
+    sub = sub.mut_arg("filter", |a| a.num_args(0..).action(clap::ArgAction::Append).value_name("FILTER"));
     for id in ids {
         if IGNORED.contains(&id.as_str()) {
             sub = sub.mut_arg(id, |a| a.hide(true));

@@ -246,8 +246,25 @@ impl Scenario {
 
     /// [`Scenario::load`] of text already read; credential files resolve relative to `path`.
     pub fn from_text(path: &Path, text: &str, redactor: &Redactor) -> Result<Scenario, ConfigErrors> {
+        Self::from_text_with(path, text, redactor, false)
+    }
+
+    /// [`Scenario::load`] for `--list`: planning needs no credential value, so one whose
+    /// variable or file is missing is left unresolved (a placeholder that opens nothing)
+    /// instead of an error. Every other rule of the scenario still holds.
+    pub fn load_for_listing(path: &Path, redactor: &Redactor) -> Result<Scenario, ConfigErrors> {
+        let text = read_file(path)?;
+        Self::from_text_with(path, &text, redactor, true)
+    }
+
+    fn from_text_with(
+        path: &Path,
+        text: &str,
+        redactor: &Redactor,
+        unresolved_ok: bool,
+    ) -> Result<Scenario, ConfigErrors> {
         let raw: ScenarioFile = parse_yaml(path, text)?;
-        let mut scenario = Validator { file: path, errors: Vec::new() }.resolve(raw, redactor)?;
+        let mut scenario = Validator { file: path, errors: Vec::new(), unresolved_ok }.resolve(raw, redactor)?;
         scenario.sha256 = crate::text::sha256_of(text.as_bytes());
         Ok(scenario)
     }
@@ -268,6 +285,8 @@ struct Ids<'r> {
 struct Validator<'a> {
     file: &'a Path,
     errors: Vec<ConfigError>,
+    /// Listing: a credential that cannot be read is a placeholder, not an error.
+    unresolved_ok: bool,
 }
 
 impl Validator<'_> {
@@ -591,6 +610,9 @@ impl Validator<'_> {
             match self.read_credential(&reference.value) {
                 Ok(value) => {
                     credentials.insert(id.clone(), redactor.register(id, value));
+                }
+                Err(_) if self.unresolved_ok => {
+                    credentials.insert(id.clone(), redactor.register(id, format!("cordon-unresolved-credential-{id}")));
                 }
                 Err(message) => self.error(&reference.referenced, format!("credentials.{id}"), message),
             }

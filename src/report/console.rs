@@ -9,7 +9,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use libtest_mimic::{Arguments, ColorSetting, FormatSetting, Trial};
+use libtest_mimic::{Arguments, ColorSetting, FormatSetting};
 use serde_json::json;
 
 use super::failure::{self, EvidenceLevel};
@@ -17,21 +17,48 @@ use crate::model::{CheckName, CheckResult, RunReport, Verdict};
 use crate::secret::Redactor;
 use crate::text::sanitize;
 
-/// The same selection libtest-mimic applies, so only selected checks are run at all.
-pub fn is_selected(args: &Arguments, name: &str) -> bool {
+/// libtest's selection, with several filters selecting every check any of them matches
+/// (`filters`: every positional filter given; libtest-mimic keeps only the first).
+pub fn is_selected(args: &Arguments, filters: &[String], name: &str) -> bool {
     let matches = |pattern: &str| if args.exact { name == pattern } else { name.contains(pattern) };
-    if let Some(filter) = &args.filter
-        && !matches(filter)
-    {
+    let first = args.filter.iter().cloned().collect::<Vec<_>>();
+    let filters = if filters.is_empty() { &first[..] } else { filters };
+    if !filters.is_empty() && !filters.iter().any(|f| matches(f)) {
         return false;
     }
     !args.skip.iter().any(|s| matches(s))
 }
 
-/// Prints planned check names the way `cargo test -- --list` does.
-pub fn list(args: &Arguments, planned: &[CheckName]) {
-    let trials = planned.iter().map(|n| Trial::test(sanitize(&n.to_string()), || Ok(()))).collect();
-    let _listing = libtest_mimic::run(args, trials);
+/// Prints the selected planned check names as `cargo test -- --list` does (`name: test`,
+/// then a count), or one JSON object per check with `--format json`. A reader that
+/// stops early (`| head -1`) ends the listing quietly.
+pub fn list(args: &Arguments, filters: &[String], planned: &[CheckName]) {
+    let selected: Vec<&CheckName> = planned.iter().filter(|n| is_selected(args, filters, &n.to_string())).collect();
+    let mut text = String::new();
+    let json = args.format == Some(FormatSetting::Json);
+    for n in &selected {
+        let name = sanitize(&n.to_string());
+        if json {
+            text.push_str(
+                &json!({"type": "test", "event": "discovered", "name": name, "family": n.family.as_str()}).to_string(),
+            );
+            text.push('\n');
+        } else {
+            text.push_str(&format!("{name}: test\n"));
+        }
+    }
+    if !json && !args.quiet && args.format != Some(FormatSetting::Terse) {
+        text.push_str(&format!("\n{} tests, 0 benchmarks\n", selected.len()));
+    }
+    let written = match &args.logfile {
+        Some(path) => std::fs::write(path, text),
+        None => std::io::stdout().lock().write_all(text.as_bytes()),
+    };
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => eprintln!("warning: cannot print the list: {e}"),
+        Ok(()) => {}
+    }
 }
 
 /// Prints finished results, with the run's real duration; `unselected` checks count as
