@@ -47,7 +47,7 @@ export N8N_API_KEY_FILE="$key_dir/n8n-api-key"
 
 teardown() {
     if [ "$keep" = true ]; then
-        step "keeping the stack; tear it down with: docker-compose -p $project -f docker/$app/compose.yaml down -v (with the same variables set)"
+        step "keeping the stack; tear it down with: docker/$app/deploy.sh down $project (it uses the Compose plugin, else docker-compose)"
     else
         step "tearing the stack down"
         bash "docker/$app/deploy.sh" down "$project" || true

@@ -30,7 +30,8 @@ if [ -n "$variant" ]; then
     if [ -f "$variant/env" ]; then set -a; . "$variant/env"; set +a; fi
 fi
 files+=(-f "$override")
-compose() { docker-compose -p "$project" "${files[@]}" "$@"; }
+. "$(dirname "${BASH_SOURCE[0]}")/compose-cli.sh"
+compose() { "${compose_cli[@]}" -p "$project" "${files[@]}" "$@"; }
 
 if [ "$verb" = down ]; then
     compose down -v --remove-orphans -t 2 >&2

@@ -194,9 +194,9 @@ pub fn run(args: DemoArgs) -> Ending {
     if !stages.run(
         compose(&files, &env).args(["up", "-d", "--no-build", "--remove-orphans"]),
         "stack up",
-        "docker-compose up failed",
+        "compose up failed",
     ) {
-        stages.run(compose(&files, &env).args(["down", "-v", "-t", "1"]), "torn down", "docker-compose down failed");
+        stages.run(compose(&files, &env).args(["down", "-v", "-t", "1"]), "torn down", "compose down failed");
         return Ending::Infrastructure;
     }
     let containers = count_containers();
@@ -215,16 +215,19 @@ pub fn run(args: DemoArgs) -> Ending {
     ));
     if args.keep {
         let vars: Vec<String> = env.iter().map(|(k, _)| format!("{k}=x")).collect();
+        let cli = compose_command();
+        let cli = std::iter::once(cli.get_program()).chain(cli.get_args()).map(|a| a.to_string_lossy()).collect::<Vec<_>>();
         step(&format!(
-            "keeping the stack; tear it down with: {} docker-compose -p {PROJECT} -f {} down -v",
+            "keeping the stack; tear it down with: {} {} -p {PROJECT} -f {} down -v",
             vars.join(" "),
+            cli.join(" "),
             files.compose.join(" -f ")
         ));
     } else {
         stages.run(
             compose(&files, &env).args(["down", "-v", "--remove-orphans", "-t", "1"]),
             "torn down",
-            "docker-compose down failed",
+            "compose down failed",
         );
     }
     code
@@ -238,8 +241,26 @@ fn count_containers() -> usize {
         .unwrap_or(0)
 }
 
+/// The Compose CLI that is there: the plugin first (`docker compose`, Compose v2), else
+/// the standalone `docker-compose` (1.29, as Debian bookworm ships it).
+pub fn compose_command() -> Command {
+    let plugin = Command::new("docker")
+        .args(["compose", "version"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if plugin {
+        let mut cmd = Command::new("docker");
+        cmd.arg("compose");
+        cmd
+    } else {
+        Command::new("docker-compose")
+    }
+}
+
 fn compose(files: &StackFiles, env: &[(String, String)]) -> Command {
-    let mut cmd = Command::new("docker-compose");
+    let mut cmd = compose_command();
     cmd.args(["-p", PROJECT]);
     for f in &files.compose {
         cmd.args(["-f", f]);

@@ -42,7 +42,7 @@ done
 
 teardown() {
     if [ "$keep" = true ]; then
-        step "keeping the stack; tear it down with: docker-compose -p $project -f docker/openwebui/compose.yaml down -v (with the same variables set)"
+        step "keeping the stack; tear it down with: docker/openwebui/deploy.sh down $project (it uses the Compose plugin, else docker-compose)"
     else
         step "tearing the stack down"
         bash docker/openwebui/deploy.sh down "$project" || true

@@ -183,7 +183,7 @@ impl Stack {
     /// Brings the project to the reference stack with `override_file` on top (`None`: back
     /// to this stack's own files); compose recreates only the services that differ.
     pub fn redeploy(&self, override_file: Option<&Path>) {
-        let mut cmd = Command::new("docker-compose");
+        let mut cmd = cordon::demo::compose_command();
         cmd.arg("-p").arg(&self.project);
         for f in &self.files {
             cmd.arg("-f").arg(f);
@@ -271,7 +271,7 @@ impl Stack {
     }
 
     fn compose(&self, args: &[&str]) -> std::process::Output {
-        let mut cmd = Command::new("docker-compose");
+        let mut cmd = cordon::demo::compose_command();
         cmd.arg("-p").arg(&self.project);
         for f in &self.files {
             cmd.arg("-f").arg(f);
