@@ -216,7 +216,8 @@ pub fn run(args: DemoArgs) -> Ending {
     if args.keep {
         let vars: Vec<String> = env.iter().map(|(k, _)| format!("{k}=x")).collect();
         let cli = compose_command();
-        let cli = std::iter::once(cli.get_program()).chain(cli.get_args()).map(|a| a.to_string_lossy()).collect::<Vec<_>>();
+        let cli =
+            std::iter::once(cli.get_program()).chain(cli.get_args()).map(|a| a.to_string_lossy()).collect::<Vec<_>>();
         step(&format!(
             "keeping the stack; tear it down with: {} {} -p {PROJECT} -f {} down -v",
             vars.join(" "),

@@ -36,7 +36,8 @@ for e in spec["entries"]:
         if isinstance(v, str) and v.startswith("$"):
             extra[k] = need(v[1:])
 for v in spec.get("variables", []):
-    v["value"] = need(v.pop("value_env"))
+    if "value_env" in v:
+        v["value"] = need(v.pop("value_env"))
 spec.setdefault("prefix", "infinito:")
 spec["admin"] = {"email": "admin@cordon.test", "password": need("FLOWISE_ADMIN_PASSWORD")}
 spec["model"] = {"name": "cordon-scripted", "base_url": "http://model:9100/v1", "key": need("MODEL_KEY")}

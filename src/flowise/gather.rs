@@ -172,6 +172,7 @@ pub async fn run(session: &Session, ask: &RunAsk, eph: &Ephemeral) -> Result<Run
     seen.entries = named.iter().map(|e| s(e, "id")).collect();
     seen.entry_origins = named.iter().map(|e| super::observe::origin_of(&s(e, "serverUrl")).to_string()).collect();
     seen.uses = flow_seen(flow, &Redactor::new()).servers;
+    seen.flow_type = s(flow, "type");
     let id = s(flow, "id");
     // cordon names the chat, so it can delete what the run leaves even when Flowise
     // answers with an error.

@@ -98,6 +98,9 @@ pub struct RunSeen {
     /// Where the entries named as the managed one point (their origins, as Flowise shows them).
     #[serde(default)]
     pub entry_origins: Vec<String>,
+    /// `CHATFLOW` or `AGENTFLOW`, as Flowise stores the flow; empty when none was found.
+    #[serde(default)]
+    pub flow_type: String,
     /// The route that ran it.
     pub via: String,
     pub status: Option<u16>,
@@ -116,6 +119,16 @@ pub struct GuardSeen {
     pub url: String,
     pub status: u16,
     pub detail: String,
+}
+
+impl RunSeen {
+    /// The flow's kind in a sentence: `chatflow`, `agentflow`, or `flow` when unknown.
+    pub fn flow_word(&self) -> String {
+        match self.flow_type.to_ascii_lowercase().as_str() {
+            "" => "flow".into(),
+            kind => kind.into(),
+        }
+    }
 }
 
 impl GuardSeen {

@@ -266,7 +266,10 @@ fn judge_entry(e: &EntrySeen, want: &WantedEntry) -> Vec<Finding> {
 /// the model got it back.
 pub fn judge_run(provider: &str, entry: &str, seen: &RunSeen, read: &ReadSpec, nonce: Option<&str>) -> Vec<Finding> {
     let fail = |template: &'static str| {
-        Finding::new(FindingKind::ToolCallFailed, template).fact("provider", provider).fact("chatflow", &seen.chatflow)
+        Finding::new(FindingKind::ToolCallFailed, template)
+            .fact("provider", provider)
+            .fact("chatflow", &seen.chatflow)
+            .fact("flow_type", seen.flow_word())
     };
     let tool = &read.tool;
     if seen.status.is_none() {
@@ -280,12 +283,12 @@ pub fn judge_run(provider: &str, entry: &str, seen: &RunSeen, read: &ReadSpec, n
     }
     if seen.entries.is_empty() {
         return vec![
-            fail("Flowise holds no entry `{entry}` for the chatflow `{chatflow}` to use").fact("entry", entry),
+            fail("Flowise holds no entry `{entry}` for the {flow_type} `{chatflow}` to use").fact("entry", entry),
         ];
     }
     if !seen.uses.iter().any(|u| seen.entries.contains(u)) {
         return vec![
-            fail("the managed chatflow `{chatflow}` does not use the entry `{entry}` (its Custom MCP Server nodes use [{uses}])")
+            fail("the managed {flow_type} `{chatflow}` does not use the entry `{entry}` (its Custom MCP Server nodes use [{uses}])")
                 .fact("entry", entry)
                 .fact("uses", seen.uses.join(", ")),
         ];
@@ -335,11 +338,12 @@ pub fn judge_run_target(provider: &str, entry: &str, origin: &str, seen: &RunSee
     (!elsewhere.is_empty()).then(|| {
         Finding::new(
             FindingKind::ToolCallFailed,
-            "the entry `{entry}` the chatflow `{chatflow}` calls through points at {origin_seen}, not at provider `{provider}`'s {declared}: whatever answered the read, it was not this provider",
+            "the entry `{entry}` the {flow_type} `{chatflow}` calls through points at {origin_seen}, not at provider `{provider}`'s {declared}: whatever answered the read, it was not this provider",
         )
         .fact("provider", provider)
         .fact("entry", entry)
         .fact("chatflow", &seen.chatflow)
+        .fact("flow_type", seen.flow_word())
         .fact("origin_seen", elsewhere.join(", "))
         .fact("declared", origin)
     })

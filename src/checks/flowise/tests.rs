@@ -255,6 +255,7 @@ fn good_run() -> RunSeen {
         uses: vec!["e1".into()],
         entries: vec!["e1".into()],
         entry_origins: vec!["http://native:8000".into()],
+        flow_type: "CHATFLOW".into(),
         via: "POST /api/v1/prediction/f1".into(),
         status: Some(200),
         reply: Some("[{\"type\":\"text\",\"text\":\"hi\"}]".into()),
@@ -395,5 +396,18 @@ fn a_run_through_an_entry_pointing_elsewhere_proves_nothing_of_the_provider() {
         f.sentence().contains("points at http://impostor:8000, not at provider `native`'s http://native:8000: whatever answered the read, it was not this provider"),
         "{}",
         f.sentence()
+    );
+}
+
+#[test]
+fn an_agentflow_is_called_an_agentflow() {
+    let mut run = good_run();
+    run.flow_type = "AGENTFLOW".into();
+    run.uses = vec!["e9".into()];
+    let findings = judge_run("native", "infinito:native", &run, &read(), None);
+    assert!(
+        findings[0].sentence().contains("the managed agentflow `infinito:native` does not use the entry"),
+        "{}",
+        findings[0].sentence()
     );
 }

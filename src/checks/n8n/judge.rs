@@ -150,6 +150,10 @@ pub fn judge_client_config(workflows: &[WorkflowSeen], want: &WantedClient) -> V
                     );
                 }
             }
+            "except" => findings.push(
+                at("`{node}` in workflow `{workflow}` has `include: except` [{excluded}]: it offers every tool the server serves but those, so a tool the server adds is offered too; an explicit include list of the allowed tools is required")
+                    .fact("excluded", n.exclude_tools.join(", ")),
+            ),
             other => findings.push(
                 at("`{node}` in workflow `{workflow}` has `include: {include}`: an explicit include list of the allowed tools is required, never all")
                     .fact("include", other),

@@ -161,7 +161,7 @@ fn a_correct_workflow_passes() {
 
 #[rstest]
 #[case::include_all(|n: &mut ClientNodeSeen| n.include = "all".into(), "has `include: all`: an explicit include list of the allowed tools is required, never all")]
-#[case::include_except(|n: &mut ClientNodeSeen| n.include = "except".into(), "has `include: except`")]
+#[case::include_except(|n: &mut ClientNodeSeen| { n.include = "except".into(); n.exclude_tools = vec!["add".into()]; }, "has `include: except` [add]: it offers every tool the server serves but those")]
 #[case::empty_selection(|n: &mut ClientNodeSeen| n.include_tools.clear(), "selects tools from an empty list, which n8n 1.100.1 reads as every tool")]
 #[case::outside(|n: &mut ClientNodeSeen| n.include_tools.push("delete_everything".into()), "includes tools outside the allowlist: [delete_everything]")]
 #[case::no_read(|n: &mut ClientNodeSeen| n.include_tools = vec!["echo".into()], "does not include the read tool `status`")]
