@@ -1,5 +1,5 @@
 //! The engine, netns and DNS layers against a real Docker engine: busybox containers
-//! on user networks this test creates (subnets 10.233.231-233.0/24), cleaned up by
+//! on user networks this test creates (subnets 10.233.231-234.0/24), cleaned up by
 //! guards on every path. Fails without Docker (a skip would read as a pass).
 //! Needs root for `setns`.
 
@@ -379,4 +379,38 @@ async fn wildcard_upstream_is_learned_and_traps_bare_names() {
     // Names the embedded DNS knows are answered locally, never forwarded.
     assert_eq!(known.unwrap(), vec![IpAddr::V4(dnsd_ip)]);
     assert!(!seen.iter().any(|q| q.starts_with("dnsd")), "{seen:?}");
+}
+
+/// Compose v2 labels its containers with more than v1 (`container-number`, `oneoff`,
+/// `version`, `config-hash`) and names them `<project>-<service>-1`: discovery reads the
+/// project and service labels alone, so a v2 deployment is found as a v1 one is.
+#[tokio::test]
+async fn containers_labelled_as_compose_v2_labels_them_are_found() {
+    require_docker("containers_labelled_as_compose_v2_labels_them_are_found");
+    let net = Network::create(234);
+    let project = support::docker::unique("v2proj");
+    let v2 = |service: &str| {
+        let mut opts = compose_labels(&project, service);
+        for label in [
+            "com.docker.compose.container-number=1",
+            "com.docker.compose.oneoff=False",
+            "com.docker.compose.version=2.29.7",
+            "com.docker.compose.config-hash=0123456789abcdef",
+            "com.docker.compose.depends_on=",
+            "com.docker.compose.image=sha256:0123",
+            "com.docker.compose.project.config_files=/srv/compose.yaml",
+            "com.docker.compose.project.working_dir=/srv",
+        ] {
+            opts.extend(["--label".to_string(), label.to_string()]);
+        }
+        opts.extend(["--network", &net.name, "--network-alias", service].map(String::from));
+        opts
+    };
+    let _provider = Container::run(&format!("{project}-provider-1"), &strs(&v2("provider")));
+    let _client = Container::run(&format!("{project}-client-1"), &strs(&v2("client")));
+    let engine = Engine::connect().await.expect("engine");
+    let targets = engine.compose_targets(&project).await.expect("compose targets");
+    let services: Vec<(&str, bool)> = targets.iter().map(|t| (t.service.as_str(), t.running)).collect();
+    assert_eq!(services, vec![("client", true), ("provider", true)]);
+    assert!(targets.iter().all(|t| t.name.ends_with("-1") && t.attachments.len() == 1), "{targets:?}");
 }
