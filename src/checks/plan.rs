@@ -45,7 +45,7 @@ macro_rules! plans {
 plans! {
     Route(route::RoutePlan) -> Result<route::RouteObservation, String>,
     Knock(reach::KnockPlan) -> Vec<reach::Knock>,
-    Outsiders(reach::outsiders::OutsiderPlan) -> Vec<crate::checks::presented::Presented>,
+    Outsiders(reach::outsiders::OutsiderPlan) -> Vec<reach::outsiders::OutsiderSeen>,
     Session(session::SessionCheckPlan) -> Result<session::SessionObservation, String>,
     Sessions(crate::checks::sessions::SessionsPlan) -> Vec<crate::checks::sessions::SessionRun>,
     Tools(contract::ToolsPlan) -> Vec<contract::ToolsObservation>,

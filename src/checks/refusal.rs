@@ -311,7 +311,7 @@ impl RefusalCheck {
 
 /// 40 random letters and digits, no fixed prefix: nothing else cordon prints can share a
 /// run of eight characters with it, so its redaction never fires on innocent text.
-fn wrong_bearer() -> String {
+pub fn wrong_bearer() -> String {
     use rand::RngExt;
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut rng = rand::rng();

@@ -2,8 +2,10 @@
 //! replica, a debugging shell with a relay, another stack's copy): the client must not
 //! reach the provider through them either. Each of their listeners is asked, from the
 //! client's namespace, with the provider's credential and without it; one that honours the
-//! credential and turns the bare request away serves the provider (or relays to it) to a
-//! client the provider does not admit.
+//! credential, turns the bare request away and refuses a made-up bearer serves the
+//! provider (or relays to it) to a client the provider does not admit. One that takes any
+//! bearer, or none, honours nothing of the provider's in particular: it is listed in the
+//! evidence, not judged here.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -31,12 +33,27 @@ pub struct OutsiderPlan {
     pub provider: Provider,
     #[serde(with = "crate::checks::wire::secret")]
     pub secret: Secret,
+    /// A bearer nobody holds: what a listener does with it tells "takes this credential"
+    /// from "takes any".
+    #[serde(with = "crate::checks::wire::secret")]
+    pub decoy: Secret,
     pub limits: Limits,
 }
 
+/// One listener asked with the provider's credential (and without any), and with the decoy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutsiderSeen {
+    pub presented: Presented,
+    pub decoy: Presented,
+}
+
 impl OutsiderPlan {
-    pub async fn observe(self, _view: Rc<NsView>) -> Vec<Presented> {
-        credential_at(self.doors, &self.provider, self.secret, &self.limits).await
+    pub async fn observe(self, _view: Rc<NsView>) -> Vec<OutsiderSeen> {
+        let (real, decoy) = futures_util::join!(
+            credential_at(self.doors.clone(), &self.provider, self.secret, &self.limits),
+            credential_at(self.doors, &self.provider, self.decoy, &self.limits)
+        );
+        real.into_iter().zip(decoy).map(|(presented, decoy)| OutsiderSeen { presented, decoy }).collect()
     }
 }
 
@@ -98,27 +115,33 @@ pub fn doors(
     out
 }
 
-/// Pure: a finding for each outsider's listener that honoured the provider's credential
-/// and turned the bare request away; evidence for every listener asked.
+/// Pure: a finding for each outsider's listener that honoured the provider's credential,
+/// turned the bare request away and refused the decoy; evidence for every listener asked.
 pub fn judge(
     client: &str,
     provider: &str,
-    presented: &[Presented],
+    seen: &[OutsiderSeen],
     owners: &BTreeMap<String, String>,
 ) -> (Vec<Finding>, Vec<String>) {
     let mut findings = Vec::new();
     let mut evidence = Vec::new();
-    for p in presented {
+    for OutsiderSeen { presented: p, decoy } in seen {
         let owner = owners.get(&p.door.container).cloned().unwrap_or_default();
         let at = format!("{} ({} on network {}, {owner})", p.door.addr, p.door.container, p.door.network);
         match honoured(p) {
-            Some(h) if !open_without(p) => {
+            Some(_) if open_without(p) => evidence.push(format!(
+                "client {client}: {at}: open to anyone (it grants the same without a credential): not `{provider}`'s to judge here"
+            )),
+            Some(_) if honoured(decoy).is_some() => evidence.push(format!(
+                "client {client}: {at}: takes a made-up bearer as well: it honours any bearer, nothing of `{provider}`'s in particular (not judged here)"
+            )),
+            Some(h) => {
                 let line = h.exchange.proof(&format!("client {client}: {at}: "));
                 evidence.push(format!("client {client}: {at}: {}", h.exchange.summary()));
                 findings.push(
                     Finding::new(
                         FindingKind::LateralReach,
-                        "client {client} is not admitted to `{provider}` but reached, at {addr} ({container} on network {network}, {owner}), a listener outside the deployment that honours `{provider}`'s credential: it answered {entry} {status} with it and turned the same request away without it",
+                        "client {client} is not admitted to `{provider}` but reached, at {addr} ({container} on network {network}, {owner}), a listener outside the deployment that honours `{provider}`'s credential: it answered {entry} {status} with it and turned the same request away without it and with a made-up bearer",
                     )
                     .fact("client", client)
                     .fact("provider", provider)
@@ -131,9 +154,6 @@ pub fn judge(
                     .proven_by(line),
                 );
             }
-            Some(_) => evidence.push(format!(
-                "client {client}: {at}: open to anyone (it grants the same without a credential): not `{provider}`'s to judge here"
-            )),
             None => evidence.push(format!("client {client}: {at}: does not honour `{provider}`'s credential")),
         }
     }
@@ -158,7 +178,10 @@ pub async fn look(
     let port = provider.url.port_or_known_default().unwrap_or(80);
     let doors = doors(&topology, client, &outsiders, &listening, port);
     let owners: BTreeMap<String, String> = outsiders.iter().map(|t| (t.name.clone(), owner(t))).collect();
-    let plan = OutsiderPlan { doors, provider: provider.clone(), secret, limits };
+    let decoy = crate::checks::refusal::wrong_bearer();
+    // Nobody holds it, so nothing needs it redacted: a throwaway index makes the handle.
+    let decoy = crate::secret::Redactor::new().register("outsider-decoy-bearer", decoy);
+    let plan = OutsiderPlan { doors, provider: provider.clone(), secret, decoy, limits };
     let presented = deployment.observe(client, from, plan).await?;
     Ok(judge(client_id, &provider.id, &presented, &owners))
 }
@@ -202,6 +225,10 @@ mod tests {
         )
     }
 
+    fn seen(with: (u16, bool), without: (u16, bool), decoy: (u16, bool)) -> OutsiderSeen {
+        OutsiderSeen { presented: presented(with, without), decoy: presented(decoy, without) }
+    }
+
     fn presented(with: (u16, bool), without: (u16, bool)) -> Presented {
         let t = |(status, result): (u16, bool)| Try {
             ask: Ask::new(EntryPoint::Initialize),
@@ -225,7 +252,7 @@ mod tests {
 
     #[test]
     fn an_outsider_that_honours_the_credential_and_refuses_without_it_is_a_way_in() {
-        let (findings, _) = judge("n8n", "native", &[presented((200, true), (401, false))], &owners());
+        let (findings, _) = judge("n8n", "native", &[seen((200, true), (401, false), (401, false))], &owners());
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].kind, FindingKind::LateralReach);
         assert_eq!(findings[0].facts.get("addr").map(String::as_str), Some("10.0.6.5:8000"));
@@ -236,12 +263,13 @@ mod tests {
 
     #[test]
     fn an_outsider_that_refuses_it_or_is_open_to_anyone_is_no_way_in_to_this_provider() {
-        for (with, without, says) in [
-            ((401, false), (401, false), "does not honour `native`'s credential"),
-            ((200, false), (200, false), "does not honour"),
-            ((200, true), (200, true), "open to anyone"),
+        for (with, without, decoy, says) in [
+            ((401, false), (401, false), (401, false), "does not honour `native`'s credential"),
+            ((200, false), (200, false), (200, false), "does not honour"),
+            ((200, true), (200, true), (200, true), "open to anyone"),
+            ((200, true), (401, false), (200, true), "takes a made-up bearer as well"),
         ] {
-            let (findings, evidence) = judge("n8n", "native", &[presented(with, without)], &owners());
+            let (findings, evidence) = judge("n8n", "native", &[seen(with, without, decoy)], &owners());
             assert!(findings.is_empty(), "{findings:?}");
             assert!(evidence[0].contains(says), "{evidence:?}");
         }
