@@ -39,6 +39,11 @@ use crate::netns::NsView;
 use crate::secret::Secret;
 use crate::text::name_list;
 
+/// How often the read around the calls is asked again, and how long apart, before its
+/// answer stands.
+const READ_AGAIN: usize = 2;
+const READ_AGAIN_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
     super::vantage::for_enabled_providers(scenario, "call_allowlist", |id| CallAllowlistCheck {
         provider: id.to_string(),
@@ -154,7 +159,7 @@ impl CallsPlan {
         let mut first = true;
         for (bearer, client, sessions) in clients {
             for (session, outside) in sessions {
-                let before = if first { self.read_once(&client, &session).await } else { None };
+                let before = if first { self.read_before(&client, &session).await } else { None };
                 let mut calls = Vec::new();
                 for name in std::iter::once(&self.unknown).chain(&names) {
                     calls.push((
@@ -162,7 +167,10 @@ impl CallsPlan {
                         CallAnswer::of(client.call_tool(&session, name, serde_json::json!({})).await),
                     ));
                 }
-                let after = if first { self.read_once(&client, &session).await } else { None };
+                let after = match &before {
+                    Some(before) => self.read_after(&client, &session, before).await,
+                    None => None,
+                };
                 first = false;
                 out.push(SessionCalls {
                     replica: replica.to_string(),
@@ -181,6 +189,39 @@ impl CallsPlan {
     async fn read_once(&self, client: &McpClient, session: &crate::mcp::Session) -> Option<CallAnswer> {
         let read = self.read.as_ref()?;
         Some(CallAnswer::of(client.call_tool(session, &read.tool, read.arguments.clone()).await))
+    }
+
+    /// The read before the calls, asked again while it serves no result: the side effect
+    /// is judged against a result, never against a timeout of a busy host.
+    async fn read_before(&self, client: &McpClient, session: &crate::mcp::Session) -> Option<CallAnswer> {
+        let mut answer = self.read_once(client, session).await?;
+        for _ in 0..READ_AGAIN {
+            if answer.served() {
+                break;
+            }
+            tokio::time::sleep(READ_AGAIN_AFTER).await;
+            answer = self.read_once(client, session).await?;
+        }
+        Some(answer)
+    }
+
+    /// The read after the calls, asked again while it differs from `before`: a side effect
+    /// lasts, a busy moment passes.
+    async fn read_after(
+        &self,
+        client: &McpClient,
+        session: &crate::mcp::Session,
+        before: &CallAnswer,
+    ) -> Option<CallAnswer> {
+        let mut answer = self.read_once(client, session).await?;
+        for _ in 0..READ_AGAIN {
+            if answer == *before {
+                break;
+            }
+            tokio::time::sleep(READ_AGAIN_AFTER).await;
+            answer = self.read_once(client, session).await?;
+        }
+        Some(answer)
     }
 
     fn unopened(&self, replica: &str, bearer: &Bearer, e: ErrorSeen) -> SessionCalls {
@@ -375,10 +416,19 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
             }
         }
         if let Some((before, after)) = &s.reads {
-            reads_seen |= !before.not_ready() && !after.not_ready();
-            let line = format!("{at}: the read before the calls: {before}; after: {after}");
+            // Against an error before the calls (a timeout on a busy host) a change shows
+            // nothing: the side effect is judged from a result only.
+            let comparable = before.served() && !after.not_ready();
+            reads_seen |= comparable;
+            let line = if before.served() {
+                format!("{at}: the read before the calls: {before}; after: {after}")
+            } else {
+                format!(
+                    "{at}: the read before the calls served no result ({before}), so what the calls changed is not judged; after: {after}"
+                )
+            };
             evidence.push(line.clone());
-            if before != after && !before.not_ready() && !after.not_ready() {
+            if comparable && before != after {
                 findings.push(
                     Finding::new(
                         FindingKind::DeniedToolRan,

@@ -47,6 +47,16 @@ pub async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Connected {
     }
 }
 
+/// [`tcp_connect`] where an answer is expected (an admitted route): a connect with no
+/// answer is tried once more before it stands. A busy host drops a SYN now and then (a
+/// listener's queue full for a moment); a path that drops packets drops the second too.
+pub async fn tcp_connect_expecting_answer(addr: SocketAddr, timeout: Duration) -> Connected {
+    match tcp_connect(addr, timeout).await {
+        Err(ConnectError::NoAnswer { .. }) => tcp_connect(addr, timeout).await,
+        answered => answered,
+    }
+}
+
 /// A connect with no answer at `port` of `container` whose listener's accept queue is
 /// full: the silence is the provider's, not the path's (see [`full_accept_queue`]).
 /// `None` when the silence stands.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::connect::{ConnectError, Connected, silenced_by_full_queue, tcp_connect};
+use super::connect::{ConnectError, Connected, silenced_by_full_queue, tcp_connect_expecting_answer};
 use super::name::{self, NameSeen};
 use super::vantage::client_target;
 use crate::check::{Check, Probe, RunContext, named};
@@ -63,7 +63,7 @@ impl RoutePlan {
         let name = name::observe(&view, &self.host, &self.known).await.map_err(Attempt::into_reason)?;
         let port = self.port;
         let targets: Vec<SocketAddr> = name.routed().into_iter().map(|a| SocketAddr::new(a, port)).collect();
-        let outcomes = join_all(targets.iter().map(|a| tcp_connect(*a, self.timeout))).await;
+        let outcomes = join_all(targets.iter().map(|a| tcp_connect_expecting_answer(*a, self.timeout))).await;
         Ok(RouteObservation { name, port, connects: targets.into_iter().zip(outcomes).collect() })
     }
 }

@@ -162,7 +162,15 @@ pub async fn run_session(plan: SessionPlan) -> SessionRun {
         }
     }
     if let (Some(read), None) = (&plan.read, &run.failed) {
-        match client.call_tool(&session, &read.tool, read.arguments.clone()).await {
+        let mut answer = client.call_tool(&session, &read.tool, read.arguments.clone()).await;
+        // A JSON-RPC server error (-32000 to -32099: the server's own failure, the JSON-RPC
+        // form of a 5xx, e.g. an adapter's upstream timing out on a busy host) is asked
+        // again once; a read that is broken fails the second time too.
+        if matches!(&answer, Err(McpError::JsonRpc { code: -32099..=-32000, .. })) {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            answer = client.call_tool(&session, &read.tool, read.arguments.clone()).await;
+        }
+        match answer {
             Ok(result) => run.read = Some(result),
             Err(e) => run.failed = Some((SessionStep::Call(read.tool.clone()), (&e).into())),
         }

@@ -109,6 +109,21 @@ fn a_refusal_that_changed_the_read_fails() {
     assert!(r.contains("a call that was refused changed the provider"), "{r}");
 }
 
+/// A read that served no result before the calls (a timeout on a busy host) is no
+/// baseline: a result after it is not a change the calls made. A result that turns into
+/// an error after them is (the data it read is gone).
+#[test]
+fn a_change_is_judged_from_a_result_before_the_calls() {
+    let five = result(false, "5", true);
+    let timeout = rpc(-32001, "request_timeout");
+    let calls = vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("delete_everything", sdk_unknown("delete_everything"))];
+    let a = judge(&denied(), &[session(calls.clone(), Some((timeout.clone(), five.clone())))], vec![]);
+    assert!(a.is_pass(), "{a:?}");
+    assert!(a.evidence().iter().any(|l| l.contains("served no result") && l.contains("not judged")), "{a:?}");
+    let r = reason(&judge(&denied(), &[session(calls, Some((five, rpc(-32602, "no such item"))))], vec![]));
+    assert!(r.contains("a call that was refused changed the provider"), "{r}");
+}
+
 #[test]
 fn nothing_to_deny_is_skipped_and_names_served_outside_the_allowlist_are_denied() {
     let s = session(vec![(UNKNOWN, sdk_unknown(UNKNOWN))], None);

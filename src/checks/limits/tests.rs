@@ -7,11 +7,12 @@ fn served(items: usize) -> Timed {
         answer: CallAnswer::Result { is_error: false, text: "{}".into(), structured: true, items },
         millis: 5,
         bytes: Some(120),
+        late_before: None,
     }
 }
 
 fn answer(a: CallAnswer) -> Timed {
-    Timed { answer: a, millis: 5, bytes: None }
+    Timed { answer: a, millis: 5, bytes: None, late_before: None }
 }
 
 fn limits() -> ProviderLimits {
@@ -31,7 +32,7 @@ fn page(items: usize) -> PageSeen {
 }
 
 fn timed(a: CallAnswer, millis: u64) -> Timed {
-    Timed { answer: a, millis, bytes: None }
+    Timed { answer: a, millis, bytes: None, late_before: None }
 }
 
 /// Cut by the server at timeout_seconds (15 s), a moment late.
@@ -260,6 +261,26 @@ fn an_answer_within_a_second_of_the_limit_is_the_way_back() {
     let mut s = good();
     s.read.as_mut().unwrap().millis = 15_900;
     assert!(judge(&limits(), &probes(), &[s], vec![]).is_pass());
+}
+
+/// A quick call answered late is asked again once (the probe does it): a busy host is late
+/// now and then and the evidence keeps the late time; a server that does not cut its
+/// calls is late the second time too, and that one fails.
+#[test]
+fn a_late_quick_call_is_judged_by_its_second_answer() {
+    let mut s = good();
+    s.read = Some(Timed { late_before: Some(21_000), ..served(1) });
+    let a = judge(&limits(), &probes(), &[s.clone()], vec![]);
+    assert!(a.is_pass(), "{a:?}");
+    let evidence = a.evidence().join("\n");
+    assert!(
+        evidence.contains("the read → ")
+            && evidence.contains("(asked again: the first answer was served after 21000 ms)"),
+        "{evidence}"
+    );
+    s.read = Some(Timed { millis: 20_500, late_before: Some(21_000), ..served(1) });
+    let r = reason(&judge(&limits(), &probes(), &[s], vec![]));
+    assert!(r.contains("the read took 20.5s, longer than timeout_seconds 15"), "{r}");
 }
 
 /// With a burst of the slow call and no call of its own, the burst's quickest call let in
