@@ -44,7 +44,7 @@ enum Command {
         suite: PathBuf,
         /// The scenario file: providers, clients, credential references, networks
         #[arg(long, value_name = "FILE")]
-        scenario: PathBuf,
+        scenario: Option<PathBuf>,
         /// Directory for the reports (JUnit, JSON, Markdown, HTML); overrides the suite's outputs.dir
         #[arg(long, value_name = "DIR")]
         results: Option<PathBuf>,
@@ -62,8 +62,9 @@ enum Command {
     /// container's network namespace (needs root, or the image's run line, and the engine).
     Compose {
         /// The scenario file: providers, clients, credential references, networks
-        #[arg(long, value_name = "FILE", default_value = "scenarios/reference.yaml")]
-        scenario: PathBuf,
+        /// (required: write one by hand, or `cordon import` one from role metadata)
+        #[arg(long, value_name = "FILE")]
+        scenario: Option<PathBuf>,
         /// The suite file; the default is built in (a file at that path wins)
         #[arg(long, value_name = "FILE", default_value = "suites/compose.yaml")]
         suite: PathBuf,
@@ -87,8 +88,9 @@ enum Command {
         #[arg(long)]
         stack: String,
         /// The scenario file: providers, clients, credential references, networks
-        #[arg(long, value_name = "FILE", default_value = "scenarios/reference.yaml")]
-        scenario: PathBuf,
+        /// (required: write one by hand, or `cordon import` one from role metadata)
+        #[arg(long, value_name = "FILE")]
+        scenario: Option<PathBuf>,
         /// The suite file; the default is built in (a file at that path wins)
         #[arg(long, value_name = "FILE", default_value = "suites/swarm.yaml")]
         suite: PathBuf,
@@ -271,6 +273,10 @@ pub fn main() -> Ending {
     match command {
         Command::Run { suite, scenario, results, project, history, console, tests }
         | Command::Compose { suite, scenario, results, project, history, console, tests } => {
+            let Some(scenario) = scenario else {
+                eprintln!("{}", help::NO_SCENARIO);
+                return Ending::Usage;
+            };
             let load = if tests.list { Scenario::load_for_listing } else { Scenario::load };
             let scenario = match load(&scenario, &redactor) {
                 Ok(s) => s,

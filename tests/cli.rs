@@ -178,3 +178,40 @@ fn libtest_habits_work_or_are_refused_with_why() {
     let (_, help, _) = cordon(&["--help"]);
     assert!(help.contains("Exit codes: 0"), "{help}");
 }
+
+/// No silent default to the demo's scenario: without `--scenario` every mode that runs
+/// checks stops with exit 2 and says how to get one.
+#[test]
+fn a_run_without_a_scenario_says_how_to_get_one() {
+    for args in
+        [&["compose", "--project", "p"][..], &["swarm", "--stack", "s"], &["run", "--suite", "suites/local.yaml"]]
+    {
+        let (code, stdout, stderr) = cordon(args);
+        assert_eq!(code, 2, "{args:?}: {stdout}{stderr}");
+        assert!(stderr.contains("--scenario FILE is required"), "{args:?}: {stderr}");
+        assert!(stderr.contains("cordon import infinito") && stderr.contains("by hand"), "{args:?}: {stderr}");
+    }
+}
+
+/// The README's scenario written by hand is one cordon reads: listed without its
+/// credential in the environment, it plans checks for the one provider and client.
+#[test]
+fn the_readme_scenario_by_hand_loads_and_plans_checks() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let block =
+        readme.split("```yaml\n").nth(1).and_then(|rest| rest.split("```").next()).expect("a yaml block in the README");
+    assert!(block.lines().count() <= 14, "a first scenario short enough to type: {block}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scenario.yaml");
+    std::fs::write(&path, block).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args(["compose", "--scenario", path.to_str().unwrap(), "--list"])
+        .env_remove("WIKI_TOKEN")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    for check in ["route::webui->wiki", "session::webui->wiki", "contract::wiki::tools"] {
+        assert!(stdout.contains(check), "no {check}: {stdout}");
+    }
+}

@@ -13,6 +13,18 @@ use clap::Command;
 /// `0.1.0 (commit 4a38c2e1b2c3)`: the commit cordon was built from (build.rs).
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("CORDON_COMMIT"), ")");
 
+/// What `cordon compose`, `swarm` and `run` say without `--scenario`: there is no default
+/// (the demo's file would judge someone else's stack against the reference), so it says
+/// how to get one.
+pub const NO_SCENARIO: &str = "\
+error: --scenario FILE is required: the scenario says which providers and clients your deployment has, \
+and there is no default (the demo's scenarios/reference.yaml describes the reference stack, not yours)
+  to get one:
+    cordon import infinito --roles ROLES --inventory INVENTORY --project P --out scenario.yaml
+                             generated from the platform's role metadata
+    write one by hand        README, \"Using it\": a scenario of ten lines
+    cargo run -- demo        the reference stack with its own scenario, to see a run first";
+
 /// libtest flags cordon does not show: those it refuses with a reason (see
 /// [`refused_libtest_flags`]), `--test` (cordon only runs checks) and `--test-threads`
 /// (it sets the suite's concurrency).
