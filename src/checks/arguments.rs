@@ -16,10 +16,10 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::answers::{CallAnswer, era_words, sessions_in_every_era};
-use super::sessions::ErrorSeen;
-use super::vantage::{contract_vantages, observe_everywhere};
-use super::wire;
+use super::kit::answers::{CallAnswer, era_words, sessions_in_every_era};
+use super::kit::sessions::ErrorSeen;
+use super::kit::vantage::{contract_vantages, observe_everywhere};
+use super::kit::wire;
 use crate::check::{Check, Probe, RunContext};
 use crate::config::{ReadSpec, Scenario};
 use crate::mcp::{Endpoint, Limits, McpClient, Session, Tool};
@@ -35,7 +35,7 @@ const NO_INPUT_TOOLS: usize = 8;
 const WITH_INPUT_TOOLS: usize = 8;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
-    super::vantage::for_enabled_providers(scenario, "arguments", |id| ArgumentsCheck { provider: id.to_string() })
+    super::kit::vantage::for_enabled_providers(scenario, "arguments", |id| ArgumentsCheck { provider: id.to_string() })
 }
 
 struct ArgumentsCheck {
@@ -138,12 +138,9 @@ pub struct ArgumentSession {
 impl ArgumentsPlan {
     pub async fn observe(self, view: Rc<NsView>) -> Vec<ArgumentSession> {
         let plan = &self;
-        let seen =
-            super::vantage::at_every_replica(
-                &view,
-                &self.endpoints,
-                |r, e| async move { plan.at_replica(&r, &e).await },
-            );
+        let seen = super::kit::vantage::at_every_replica(&view, &self.endpoints, |r, e| async move {
+            plan.at_replica(&r, &e).await
+        });
         seen.await.into_iter().flatten().collect()
     }
 

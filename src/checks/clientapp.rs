@@ -7,7 +7,7 @@ use std::future::Future;
 use std::rc::Rc;
 
 use crate::check::RunContext;
-use crate::checks::vantage::client_target;
+use crate::checks::kit::vantage::client_target;
 use crate::model::Attempt;
 use crate::netns::NsView;
 use crate::webapp::ApiError;

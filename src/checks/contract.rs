@@ -8,9 +8,9 @@ use std::sync::Arc;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
+use super::kit::sessions::{SessionPlan, SessionRun, SessionsPlan, judge_runs, run_session};
+use super::kit::vantage::{contract_vantages, observe_everywhere};
 use super::refusal;
-use super::sessions::{SessionPlan, SessionRun, SessionsPlan, judge_runs, run_session};
-use super::vantage::{contract_vantages, observe_everywhere};
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Provider, Scenario};
 use crate::mcp::{Era, EraChoice, Tool, schema_hash};
@@ -55,7 +55,7 @@ impl ToolsPlan {
         let sessions = self
             .sessions
             .into_iter()
-            .map(|p| SessionPlan { endpoint: super::vantage::in_libc_order(&view, &p.endpoint), ..p });
+            .map(|p| SessionPlan { endpoint: super::kit::vantage::in_libc_order(&view, &p.endpoint), ..p });
         join_all(sessions.map(|plan| async move {
             let first = run_session(plan.clone()).await;
             let handshake = match first.era {
@@ -279,7 +279,7 @@ impl Probe for ReadCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::sessions::{json_contains, judge_read};
+    use crate::checks::kit::sessions::{json_contains, judge_read};
     use crate::config::Expectation;
     use crate::config::ToolsContract;
     use crate::mcp::ToolResult;

@@ -382,7 +382,7 @@ mod tests {
         let redactor = Redactor::new();
         let current = redactor.register("native-token", "current-secret-value".into());
         let old = redactor.register("native-token-old", dead_value.into());
-        let mut provider = crate::checks::testing::provider_for_tests("native", &["echo"]);
+        let mut provider = crate::checks::kit::testing::provider_for_tests("native", &["echo"]);
         provider.disabled = disabled;
         let d = DeadCredential { credential: "native-token-old".into(), client: None };
         let (findings, sent) = alive_or_presented(&provider, &current, &[(&d, &old)]);

@@ -17,14 +17,14 @@ use std::sync::Arc;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::connect::{ConnectError, Connected, full_accept_queue, tcp_connect};
-use super::name::{self, NameSeen};
+use super::kit::connect::{ConnectError, Connected, full_accept_queue, tcp_connect};
+use super::kit::name::{self, NameSeen};
+use super::kit::sessions::ErrorSeen;
+use super::kit::vantage::pinned;
 use super::presented::{How, honoured};
 pub use super::presented::{Presented, credential_at};
 use super::reach::{Answer, AskWho, Door, who_answers};
 use super::refusal::Try;
-use super::sessions::ErrorSeen;
-use super::vantage::pinned;
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Provider, Scenario};
 use crate::deployment::Deployment;
@@ -298,10 +298,10 @@ pub struct LookPlan {
     pub known: Vec<String>,
     pub label: String,
     pub doors: Vec<Door>,
-    #[serde(with = "super::wire::provider")]
+    #[serde(with = "super::kit::wire::provider")]
     pub provider: Provider,
     pub leftovers: Vec<IpAddr>,
-    #[serde(with = "super::wire::secret")]
+    #[serde(with = "super::kit::wire::secret")]
     pub secret: Secret,
     pub limits: Limits,
     /// Swarm: ask who answers wherever TCP opens (see [`Owners`]).
@@ -389,11 +389,11 @@ fn settled_or_not_ready(attempt: Attempt, looks: &[Look], lookers: &[crate::engi
     let Attempt::Pass { evidence } = attempt else { return attempt };
     let closed_v6 = looks.iter().flat_map(|l| &l.knocks).any(|(a, r)| a.is_ipv6() && r.is_err());
     let addrs = looks.iter().flat_map(|l| l.knocks.iter().map(|(a, _)| a.ip()));
-    let settling = if closed_v6 { super::connect::ipv6_settling(lookers, addrs) } else { vec![] };
+    let settling = if closed_v6 { super::kit::connect::ipv6_settling(lookers, addrs) } else { vec![] };
     if settling.is_empty() {
         return Attempt::Pass { evidence };
     }
-    Attempt::not_ready(super::connect::settling_reason(&settling), evidence)
+    Attempt::not_ready(super::kit::connect::settling_reason(&settling), evidence)
 }
 
 /// A dark verdict is only as good as its silent knocks: a leftover container whose
@@ -522,7 +522,7 @@ fn judge_name(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<String>)
                 )
                 .fact("from", from)
                 .fact("host", &name.host)
-                .fact("addrs", super::connect::join_addrs(&routed))
+                .fact("addrs", super::kit::connect::join_addrs(&routed))
                 .proven_by(format!("{from}: {}", name.answered())),
             );
         }
@@ -680,7 +680,7 @@ mod tests {
     }
 
     fn exchange(ask: Ask, status: u16, result: bool) -> Exchange {
-        crate::checks::testing::exchange_for_tests(ask, "http://wiki:8000/mcp", status, result)
+        crate::checks::kit::testing::exchange_for_tests(ask, "http://wiki:8000/mcp", status, result)
     }
 
     fn kinds(a: Attempt) -> Vec<FindingKind> {
@@ -848,7 +848,8 @@ mod tests {
         #[case] waiting: u32,
         #[case] want: &str,
     ) {
-        let leftover = crate::engine::Target { name: "wiki_1".into(), ..crate::checks::testing::target_for_tests() };
+        let leftover =
+            crate::engine::Target { name: "wiki_1".into(), ..crate::checks::kit::testing::target_for_tests() };
         let queue = Some(crate::netns::listener::AcceptQueue { waiting, backlog: 128 });
         let addr = std::net::SocketAddr::new([0, 0, 0, 0].into(), listens_on);
         let listening =

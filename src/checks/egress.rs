@@ -172,7 +172,7 @@ impl Sides<'_> {
             surface.doors.extend(vips);
         }
         let ends = std::iter::once(sidecar).chain(self.others);
-        surface.settling = super::connect::ipv6_settling(ends, surface.doors.iter().map(|d| d.addr.ip()));
+        surface.settling = super::kit::connect::ipv6_settling(ends, surface.doors.iter().map(|d| d.addr.ip()));
         let plan = EgressPlan {
             doors: surface.doors.clone(),
             app: app_doors(self.topology, self.provider, sidecar),
@@ -306,7 +306,7 @@ pub fn judge(sidecar: &str, provider: &Provider, surface: &Surface, seen: &Egres
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::connect::ConnectError;
+    use crate::checks::kit::connect::ConnectError;
     use crate::model::FindingKind;
 
     fn door(addr: &str, container: &str) -> Door {
@@ -324,7 +324,7 @@ mod tests {
     }
 
     fn provider(app: bool) -> Provider {
-        let mut p = crate::checks::testing::provider_for_tests("gitea", &["get_status"]);
+        let mut p = crate::checks::kit::testing::provider_for_tests("gitea", &["get_status"]);
         p.app = app.then(|| crate::config::AppSpec { service: "gitea".into(), ports: vec![3000] });
         p
     }

@@ -35,10 +35,10 @@ use std::time::{Duration, Instant};
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::answers::{CallAnswer, era_words};
-use super::sessions::ErrorSeen;
-use super::vantage::{contract_vantages, observe_everywhere};
-use super::wire;
+use super::kit::answers::{CallAnswer, era_words};
+use super::kit::sessions::ErrorSeen;
+use super::kit::vantage::{contract_vantages, observe_everywhere};
+use super::kit::wire;
 use crate::check::{Check, Probe, RunContext};
 use crate::config::{LimitProbes, ProbeCall, ProviderLimits, ReadSpec, Scenario};
 use crate::mcp::{Endpoint, Limits, McpClient, PageSeen, Session};
@@ -63,7 +63,7 @@ const SLOW_WAIT_BEYOND: Duration = Duration::from_secs(5);
 const SLOW_AT_LEAST: u64 = 1000;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
-    super::vantage::for_enabled_providers(scenario, "limits", |id| LimitsCheck { provider: id.to_string() })
+    super::kit::vantage::for_enabled_providers(scenario, "limits", |id| LimitsCheck { provider: id.to_string() })
 }
 
 struct LimitsCheck {
@@ -119,8 +119,12 @@ pub struct LimitsSeen {
 impl LimitsPlan {
     pub async fn observe(self, view: Rc<NsView>) -> Vec<LimitsSeen> {
         let plan = &self;
-        super::vantage::at_every_replica(&view, &self.endpoints, |r, e| async move { plan.at_replica(&r, &e).await })
-            .await
+        super::kit::vantage::at_every_replica(
+            &view,
+            &self.endpoints,
+            |r, e| async move { plan.at_replica(&r, &e).await },
+        )
+        .await
     }
 
     async fn at_replica(&self, replica: &str, endpoint: &Endpoint) -> LimitsSeen {

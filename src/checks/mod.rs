@@ -1,20 +1,17 @@
 //! Check families. Each module plans its checks from the scenario, observes inside a
 //! network namespace (typed observations, no verdicts), and judges with a pure function
 //! of observations and scenario that its tests feed tables of observations.
-pub mod answers;
 pub mod arguments;
 pub mod calls;
 pub mod clientapp;
-pub mod connect;
 pub mod contract;
 pub mod credentials;
 pub mod disabled;
 pub mod egress;
 pub mod flowise;
+pub mod kit;
 pub mod limits;
 pub mod n8n;
-pub mod name;
-pub mod name_tries;
 pub mod openwebui;
 pub mod plan;
 pub mod presented;
@@ -23,13 +20,7 @@ pub mod refusal;
 pub mod route;
 pub mod secrets;
 pub mod session;
-pub mod sessions;
 pub mod sidecar;
-#[cfg(test)]
-pub mod testing;
-pub mod vantage;
-pub mod wire;
-
 #[cfg(test)]
 mod swarm_tests;
 

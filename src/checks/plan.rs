@@ -47,7 +47,7 @@ plans! {
     Knock(reach::KnockPlan) -> Vec<reach::Knock>,
     Outsiders(reach::outsiders::OutsiderPlan) -> Vec<reach::outsiders::OutsiderSeen>,
     Session(session::SessionCheckPlan) -> Result<session::SessionObservation, String>,
-    Sessions(crate::checks::sessions::SessionsPlan) -> Vec<crate::checks::sessions::SessionRun>,
+    Sessions(crate::checks::kit::sessions::SessionsPlan) -> Vec<crate::checks::kit::sessions::SessionRun>,
     Tools(contract::ToolsPlan) -> Vec<contract::ToolsObservation>,
     Refusal(refusal::RefusalPlan) -> Vec<refusal::ReplicaRefusal>,
     Look(disabled::LookPlan) -> Result<disabled::Look, String>,

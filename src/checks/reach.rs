@@ -23,8 +23,8 @@ use std::time::Duration;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::connect::{ConnectError, Connected, silenced_by_full_queue, tcp_connect};
-use super::vantage::client_target;
+use super::kit::connect::{ConnectError, Connected, silenced_by_full_queue, tcp_connect};
+use super::kit::vantage::client_target;
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Mode, Provider, Scenario};
 use crate::engine::Target;
@@ -147,11 +147,11 @@ pub struct Surface {
     /// the container behind it answers from its own namespace: (container, port) → answer.
     pub references: Option<BTreeMap<(String, u16), Answer>>,
     /// IPv6 addresses on the way still in duplicate address detection (see
-    /// [`super::connect::ipv6_settling`]): until they settle, a failed IPv6 connect proves nothing.
+    /// [`super::kit::connect::ipv6_settling`]): until they settle, a failed IPv6 connect proves nothing.
     pub settling: Vec<String>,
     /// The listeners behind the doors, read again after a connect got no answer: at a
     /// listener whose accept queue is full that silence proves nothing (see
-    /// [`super::connect::silenced_by_full_queue`]).
+    /// [`super::kit::connect::silenced_by_full_queue`]).
     pub listening_after: BTreeMap<String, Vec<Listener>>,
 }
 
@@ -287,7 +287,7 @@ impl Probe for ReachCheck {
             let mut surface = surface(&topology, &targets, &listening, &declared, &gateways);
             surface.doors.extend(vip_doors(&topology.vips_of(&service), &service, &surface.doors));
             let ends = std::iter::once(&client).chain(&targets);
-            surface.settling = super::connect::ipv6_settling(ends, surface.doors.iter().map(|d| d.addr.ip()));
+            surface.settling = super::kit::connect::ipv6_settling(ends, surface.doors.iter().map(|d| d.addr.ip()));
             let swarm = deployment.mode == Mode::Swarm;
             let ask = swarm.then(|| AskWho {
                 host: provider.url.host_str().unwrap_or_default().to_string(),
@@ -506,7 +506,7 @@ fn judge_knocks(
         return Attempt::not_ready(silenced.join("; "), evidence);
     }
     if !surface.settling.is_empty() && knocks.iter().any(|k| k.door.addr.is_ipv6() && k.first.is_err()) {
-        return Attempt::not_ready(super::connect::settling_reason(&surface.settling), evidence);
+        return Attempt::not_ready(super::kit::connect::settling_reason(&surface.settling), evidence);
     }
     if !surface.not_listening.is_empty() {
         let waiting: Vec<String> = surface.not_listening.iter().map(|(c, p)| format!("{c} on port {p}")).collect();

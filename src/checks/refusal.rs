@@ -15,8 +15,8 @@ use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::sessions::ErrorSeen;
-use super::vantage::{contract_vantages, observe_everywhere};
+use super::kit::sessions::ErrorSeen;
+use super::kit::vantage::{contract_vantages, observe_everywhere};
 use crate::check::{Probe, RunContext};
 use crate::config::{Provider, Refusal};
 use crate::mcp::{Ask, Endpoint, EntryPoint, Era, EraChoice, Exchange, Limits, McpClient, SessionSource, Transport};
@@ -50,7 +50,7 @@ pub struct RefusalCheck {
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Presented {
     pub label: String,
-    #[serde(with = "super::wire::opt_secret")]
+    #[serde(with = "super::kit::wire::opt_secret")]
     pub secret: Option<Secret>,
     /// Sent as this URL query parameter, with no `Authorization` header.
     #[serde(default)]
@@ -81,9 +81,9 @@ pub const QUERY_CREDENTIAL_PARAMS: [&str; 3] = ["access_token", "token", "api_ke
 pub struct RefusalPlan {
     /// (replica label, endpoint pinned to it)
     pub endpoints: Vec<(String, Endpoint)>,
-    #[serde(with = "super::wire::provider")]
+    #[serde(with = "super::kit::wire::provider")]
     pub provider: Provider,
-    #[serde(with = "super::wire::secret")]
+    #[serde(with = "super::kit::wire::secret")]
     pub valid: Secret,
     pub presented: Vec<Presented>,
     pub limits: Limits,
@@ -92,7 +92,7 @@ pub struct RefusalPlan {
 impl RefusalPlan {
     pub async fn observe(self, view: std::rc::Rc<crate::netns::NsView>) -> Vec<ReplicaRefusal> {
         let RefusalPlan { endpoints, provider, valid, presented, limits } = self;
-        let endpoints = endpoints.into_iter().map(|(r, e)| (r, super::vantage::in_libc_order(&view, &e)));
+        let endpoints = endpoints.into_iter().map(|(r, e)| (r, super::kit::vantage::in_libc_order(&view, &e)));
         join_all(endpoints.map(|(replica, endpoint)| {
             observe_replica(replica, endpoint, &provider, valid.clone(), presented.clone(), limits.clone())
         }))

@@ -12,9 +12,9 @@ use std::time::Duration;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::connect::{ConnectError, Connected, silenced_by_full_queue, tcp_connect_expecting_answer};
-use super::name::{self, NameSeen};
-use super::vantage::client_target;
+use super::kit::connect::{ConnectError, Connected, silenced_by_full_queue, tcp_connect_expecting_answer};
+use super::kit::name::{self, NameSeen};
+use super::kit::vantage::client_target;
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Scenario};
 use crate::model::{Attempt, CheckName, Finding, FindingKind, Relation};

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use futures_util::future::{BoxFuture, join_all};
 
-use super::sessions::{SessionPlan, SessionsPlan};
+use super::kit::sessions::{SessionPlan, SessionsPlan};
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Scenario};
 use crate::engine::Engine;
@@ -246,9 +246,9 @@ fn old_task_name(facts: &crate::engine::swarm::StackFacts, task: &crate::engine:
 async fn sessions_everywhere(ctx: &RunContext) -> Result<Vec<String>, Attempt> {
     let mut lines = Vec::new();
     for provider in ctx.scenario.providers.iter().filter(|p| !p.disabled) {
-        let vantages = super::vantage::contract_vantages(ctx, provider)?;
+        let vantages = super::kit::vantage::contract_vantages(ctx, provider)?;
         let secret = ctx.scenario.secret(&provider.credential).clone();
-        let (runs, from) = super::vantage::observe_everywhere(ctx, &vantages, |endpoints| SessionsPlan {
+        let (runs, from) = super::kit::vantage::observe_everywhere(ctx, &vantages, |endpoints| SessionsPlan {
             sessions: endpoints
                 .iter()
                 .map(|(replica, endpoint)| SessionPlan {

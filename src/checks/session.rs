@@ -10,11 +10,11 @@ use std::sync::Arc;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::name::{self, NameSeen};
-use super::name_tries::{NameTry, ThroughTheName, judge_name_tries, through_the_name};
-use super::sessions::{SessionPlan, SessionRun, judge_runs, run_session};
-use super::vantage::{client_target, replicas_from};
-use super::wire;
+use super::kit::name::{self, NameSeen};
+use super::kit::name_tries::{NameTry, ThroughTheName, judge_name_tries, through_the_name};
+use super::kit::sessions::{SessionPlan, SessionRun, judge_runs, run_session};
+use super::kit::vantage::{client_target, replicas_from};
+use super::kit::wire;
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Mode, ReadSpec, Scenario};
 use crate::mcp::{Endpoint, EraChoice, Limits};
@@ -123,7 +123,7 @@ impl SessionCheckPlan {
             read: self.read.clone(),
         });
         let runs = join_all(plans.map(run_session)).await;
-        let tries = super::name_tries::ERAS.iter().flat_map(|era| (0..self.name_tries).map(move |k| (*era, k)));
+        let tries = super::kit::name_tries::ERAS.iter().flat_map(|era| (0..self.name_tries).map(move |k| (*era, k)));
         let route = ThroughTheName {
             host: &self.host,
             replicas: &self.replicas,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
-use super::name::{self, NameSeen, Role};
+use super::kit::name::{self, NameSeen, Role};
 use super::reach::{self, Answer, Door, Knock, Surface, Via};
 use super::route::{self, RouteObservation};
 use super::sidecar::judge_interfaces;
@@ -136,7 +136,7 @@ fn a_vip_route_waits_until_a_replica_listens_then_must_open() {
         port: 8000,
         connects: vec![(
             "10.9.1.2:8000".parse().unwrap(),
-            Err(crate::checks::connect::ConnectError::NoAnswer { within_ms: 1000 }),
+            Err(crate::checks::kit::connect::ConnectError::NoAnswer { within_ms: 1000 }),
         )],
     };
     let roles = name::roles(&o.name, &providers, Some(&client), &topology());

@@ -145,7 +145,7 @@ fn no_session_waits_or_cannot_be_judged() {
 
 #[test]
 fn the_scenario_names_every_denied_name_once() {
-    let mut p = crate::checks::testing::provider_for_tests("p", &["get"]);
+    let mut p = crate::checks::kit::testing::provider_for_tests("p", &["get"]);
     p.tools.mutating = vec!["drop".into()];
     p.boundary.denied_tools = vec!["drop".into(), "wipe".into()];
     p.boundary.specification = Some(crate::config::Specification {

@@ -11,7 +11,7 @@ use futures_util::future::BoxFuture;
 use super::judge::{Desired, judge_access, judge_registry, judge_run, judge_run_target};
 use crate::check::{Probe, RunContext};
 use crate::checks::clientapp::{RunAsk as Ask, credential_index, run_in};
-use crate::checks::vantage::client_target;
+use crate::checks::kit::vantage::client_target;
 use crate::config::{Flowise, ReadSpec};
 use crate::flowise::api::Session;
 use crate::flowise::ephemeral::{self, Ephemeral};

@@ -12,7 +12,7 @@ use super::judge::{
 };
 use crate::check::{Probe, RunContext};
 use crate::checks::clientapp::{RunAsk as Ask, credential_index, run_in};
-use crate::checks::vantage::client_target;
+use crate::checks::kit::vantage::client_target;
 use crate::config::{N8n, Provider};
 use crate::mcp::Limits;
 use crate::model::Attempt;

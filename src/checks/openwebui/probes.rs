@@ -17,7 +17,7 @@ use super::connections::judge_connections;
 use super::judge::{Desired, judge_reach, judge_view};
 
 use crate::check::{Probe, RunContext};
-use crate::checks::vantage::client_target;
+use crate::checks::kit::vantage::client_target;
 use crate::config::{IdpAdmin, KeycloakGrant, Oidc, OpenWebui};
 use crate::deployment::Deployment;
 use crate::engine::Target;

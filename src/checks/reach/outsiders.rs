@@ -29,13 +29,13 @@ use crate::topology::Topology;
 #[derive(Clone, Serialize, Deserialize)]
 pub struct OutsiderPlan {
     pub doors: Vec<Door>,
-    #[serde(with = "crate::checks::wire::provider")]
+    #[serde(with = "crate::checks::kit::wire::provider")]
     pub provider: Provider,
-    #[serde(with = "crate::checks::wire::secret")]
+    #[serde(with = "crate::checks::kit::wire::secret")]
     pub secret: Secret,
     /// A bearer nobody holds: what a listener does with it tells "takes this credential"
     /// from "takes any".
-    #[serde(with = "crate::checks::wire::secret")]
+    #[serde(with = "crate::checks::kit::wire::secret")]
     pub decoy: Secret,
     pub limits: Limits,
 }
@@ -217,7 +217,7 @@ mod tests {
     use crate::mcp::{Ask, EntryPoint, Exchange};
 
     fn exchange(status: u16, result: bool) -> Exchange {
-        crate::checks::testing::exchange_for_tests(
+        crate::checks::kit::testing::exchange_for_tests(
             Ask::new(EntryPoint::Initialize),
             "http://native:8000/mcp",
             status,

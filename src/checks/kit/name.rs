@@ -248,7 +248,7 @@ mod tests {
             name: name.into(),
             service: name.into(),
             attachments: vec![attachment],
-            ..crate::checks::testing::target_for_tests()
+            ..crate::checks::kit::testing::target_for_tests()
         }
     }
 
