@@ -18,13 +18,12 @@ use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
 use super::kit::connect::{ConnectError, Connected, full_accept_queue, tcp_connect};
+use super::kit::door::{Answer, AskWho, Door, who_answers};
 use super::kit::name::{self, NameSeen};
-use super::kit::sessions::ErrorSeen;
+use super::kit::presented::{How, honoured};
+pub use super::kit::presented::{Presented, credential_at};
+use super::kit::sessions::{ErrorSeen, Try};
 use super::kit::vantage::pinned;
-use super::presented::{How, honoured};
-pub use super::presented::{Presented, credential_at};
-use super::reach::{Answer, AskWho, Door, who_answers};
-use super::refusal::Try;
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Provider, Scenario};
 use crate::deployment::Deployment;
@@ -194,10 +193,10 @@ async fn owners(
             addr: SocketAddr::new(t.addresses().first().copied().unwrap_or(IpAddr::from([127, 0, 0, 1])), port),
             container: t.name.clone(),
             network: "its own".into(),
-            via: super::reach::Via::Direct,
+            via: super::kit::door::Via::Direct,
         })
         .collect();
-    let refs = super::reach::references(deployment, tasks, &doors, ask, timeout).await?;
+    let refs = super::kit::door::references(deployment, tasks, &doors, ask, timeout).await?;
     Ok(Owners { refs, of })
 }
 
@@ -277,7 +276,7 @@ fn doors_on(
                         addr: SocketAddr::new(addr, l.addr.port()),
                         container: t.name.clone(),
                         network: network.to_string(),
-                        via: super::reach::Via::Direct,
+                        via: super::kit::door::Via::Direct,
                     });
                 }
             }
@@ -650,7 +649,7 @@ fn judge_credential(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<St
 
 #[cfg(test)]
 mod tests {
-    use super::super::reach::Via;
+    use super::super::kit::door::Via;
     use super::*;
     use crate::dns::{AnswerSource, NameAnswer, WildcardSet};
 
@@ -659,7 +658,7 @@ mod tests {
             addr: addr.parse().unwrap(),
             container: container.into(),
             network: "net-native".into(),
-            via: super::super::reach::Via::Direct,
+            via: super::super::kit::door::Via::Direct,
         }
     }
 

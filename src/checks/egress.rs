@@ -22,7 +22,7 @@ use std::time::Duration;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::reach::{self, AskWho, Crossing, Door, Knock, Surface, Via, knock_all};
+use super::kit::door::{self, AskWho, Crossing, Door, Knock, Surface, Via, knock_all};
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Mode, Provider, Scenario};
 use crate::dns::ResolvConf;
@@ -165,10 +165,10 @@ impl Sides<'_> {
         }
         gateways.sort();
         gateways.dedup();
-        let mut surface = reach::surface(self.topology, self.others, self.listening, &[], &gateways);
+        let mut surface = door::surface(self.topology, self.others, self.listening, &[], &gateways);
         let services: std::collections::BTreeSet<&str> = self.others.iter().map(|t| t.service.as_str()).collect();
         for service in services {
-            let vips = reach::vip_doors(&self.topology.vips_of(service), service, &surface.doors);
+            let vips = door::vip_doors(&self.topology.vips_of(service), service, &surface.doors);
             surface.doors.extend(vips);
         }
         let ends = std::iter::once(sidecar).chain(self.others);
@@ -180,13 +180,13 @@ impl Sides<'_> {
             ask: self.ask.clone(),
         };
         let seen = deployment.observe(sidecar, &from, plan).await?;
-        if let Some(after) = reach::listeners_after_silence(deployment, self.others, &seen.knocks).await {
+        if let Some(after) = door::listeners_after_silence(deployment, self.others, &seen.knocks).await {
             surface.listening_after = after?;
         }
         match &self.ask {
             Some(ask) if seen.knocks.iter().any(|k| k.first.is_ok()) => {
                 surface.references =
-                    Some(reach::references(deployment, self.others, &surface.doors, ask, self.timeout).await?);
+                    Some(door::references(deployment, self.others, &surface.doors, ask, self.timeout).await?);
             }
             Some(_) => surface.references = Some(BTreeMap::new()),
             None => {}
@@ -285,7 +285,7 @@ pub fn judge(sidecar: &str, provider: &Provider, surface: &Surface, seen: &Egres
     let tried_surface = Surface { doors: tried, ..surface.clone() };
     let who = format!("sidecar replica {sidecar} of `{}`", provider.id);
     let Outcome { attempt, transient } =
-        reach::judge(&tried_surface, &seen.knocks, &who, "a container that is not its app", Crossing::Egress);
+        door::judge(&tried_surface, &seen.knocks, &who, "a container that is not its app", Crossing::Egress);
     let attempt = match attempt {
         Attempt::Fail { findings, evidence: e } => {
             evidence.extend(e);

@@ -6,8 +6,10 @@
 
 pub mod answers;
 pub mod connect;
+pub mod door;
 pub mod name;
 pub mod name_tries;
+pub mod presented;
 pub mod sessions;
 #[cfg(test)]
 pub mod testing;

@@ -14,7 +14,6 @@ pub mod limits;
 pub mod n8n;
 pub mod openwebui;
 pub mod plan;
-pub mod presented;
 pub mod reach;
 pub mod refusal;
 pub mod route;

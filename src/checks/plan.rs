@@ -8,6 +8,7 @@ use std::rc::Rc;
 use futures_util::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 
+use super::kit::door;
 use super::{arguments, calls, contract, disabled, egress, limits, reach, refusal, route, session, sidecar};
 use crate::netns::plan::{Plan, ProcFacts, ProcPlan};
 use crate::netns::{Interface, NsView};
@@ -44,7 +45,7 @@ macro_rules! plans {
 
 plans! {
     Route(route::RoutePlan) -> Result<route::RouteObservation, String>,
-    Knock(reach::KnockPlan) -> Vec<reach::Knock>,
+    Knock(door::KnockPlan) -> Vec<door::Knock>,
     Outsiders(reach::outsiders::OutsiderPlan) -> Vec<reach::outsiders::OutsiderSeen>,
     Session(session::SessionCheckPlan) -> Result<session::SessionObservation, String>,
     Sessions(crate::checks::kit::sessions::SessionsPlan) -> Vec<crate::checks::kit::sessions::SessionRun>,

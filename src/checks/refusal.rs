@@ -15,7 +15,7 @@ use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::kit::sessions::ErrorSeen;
+use super::kit::sessions::{ErrorSeen, Try};
 use super::kit::vantage::{contract_vantages, observe_everywhere};
 use crate::check::{Probe, RunContext};
 use crate::config::{Provider, Refusal};
@@ -97,26 +97,6 @@ impl RefusalPlan {
             observe_replica(replica, endpoint, &provider, valid.clone(), presented.clone(), limits.clone())
         }))
         .await
-    }
-}
-
-/// One request and what came of it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Try {
-    pub ask: Ask,
-    pub outcome: Result<Exchange, ErrorSeen>,
-}
-
-impl Try {
-    fn status(&self) -> Option<u16> {
-        self.outcome.as_ref().ok().map(|e| e.status)
-    }
-
-    fn summary(&self) -> String {
-        match &self.outcome {
-            Ok(e) => e.summary(),
-            Err(e) => format!("{}: {}", self.ask, e.text),
-        }
     }
 }
 

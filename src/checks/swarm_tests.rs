@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
+use super::kit::door::{self, Answer, Door, Knock, Surface, Via};
 use super::kit::name::{self, NameSeen, Role};
-use super::reach::{self, Answer, Door, Knock, Surface, Via};
 use super::route::{self, RouteObservation};
 use super::sidecar::judge_interfaces;
 use crate::dns::{AnswerSource, NameAnswer, WildcardSet};
@@ -150,7 +150,7 @@ fn a_vip_route_waits_until_a_replica_listens_then_must_open() {
 }
 
 fn answer(status: &str, body: &str) -> Answer {
-    reach::answer_of(format!("HTTP/1.1 {status}\r\ncontent-type: application/json\r\ndate: x\r\n\r\n{body}").as_bytes())
+    door::answer_of(format!("HTTP/1.1 {status}\r\ncontent-type: application/json\r\ndate: x\r\n\r\n{body}").as_bytes())
 }
 
 fn knock(addr: &str, container: &str, via: Via, answer: Option<Answer>) -> Knock {
@@ -171,14 +171,14 @@ fn in_swarm_a_door_counts_only_when_the_container_behind_it_answers() {
     // The provider's own answer: lateral reach.
     let k = knock("10.9.6.4:8000", "legacy.1", Via::Direct, Some(own.clone()));
     let Attempt::Fail { findings, .. } =
-        reach::judge(&surface(&k), &[k], "c", "`legacy`", reach::Crossing::Lateral).attempt
+        door::judge(&surface(&k), &[k], "c", "`legacy`", door::Crossing::Lateral).attempt
     else {
         panic!()
     };
     assert_eq!(findings[0].kind, FindingKind::LateralReach);
     // The upstream answered (the packet left the overlay): no reach, said in the evidence.
     let k = knock("10.9.6.4:8000", "legacy.1", Via::Direct, Some(answer("404 Not Found", "<html>")));
-    match reach::judge(&surface(&k), &[k], "c", "`legacy`", reach::Crossing::Lateral).attempt {
+    match door::judge(&surface(&k), &[k], "c", "`legacy`", door::Crossing::Lateral).attempt {
         Attempt::Pass { evidence } => {
             assert!(evidence.iter().any(|e| e.contains("something else answered")), "{evidence:?}")
         }
@@ -187,21 +187,21 @@ fn in_swarm_a_door_counts_only_when_the_container_behind_it_answers() {
     // Nothing to compare with: cannot tell, not a pass.
     let k = knock("10.9.6.4:8000", "legacy.1", Via::Direct, None);
     assert!(matches!(
-        reach::judge(&surface(&k), &[k], "c", "`legacy`", reach::Crossing::Lateral).attempt,
+        door::judge(&surface(&k), &[k], "c", "`legacy`", door::Crossing::Lateral).attempt,
         Attempt::NotReady { .. }
     ));
     // A published port is judged by the container port behind it; a VIP by any replica.
     let k =
         knock("10.9.200.1:18232", "legacy.1", Via::Published { container_port: "8000/tcp".into() }, Some(own.clone()));
     let Attempt::Fail { findings, .. } =
-        reach::judge(&surface(&k), &[k], "c", "`legacy`", reach::Crossing::Lateral).attempt
+        door::judge(&surface(&k), &[k], "c", "`legacy`", door::Crossing::Lateral).attempt
     else {
         panic!()
     };
     assert_eq!(findings[0].kind, FindingKind::PublishedPortReach);
     let k = knock("10.9.6.2:8000", "legacy", Via::Vip, Some(own));
     let Attempt::Fail { findings, .. } =
-        reach::judge(&surface(&k), &[k], "c", "`legacy`", reach::Crossing::Lateral).attempt
+        door::judge(&surface(&k), &[k], "c", "`legacy`", door::Crossing::Lateral).attempt
     else {
         panic!()
     };
@@ -210,12 +210,12 @@ fn in_swarm_a_door_counts_only_when_the_container_behind_it_answers() {
 
 #[test]
 fn answers_ignore_what_changes_per_request() {
-    let a = reach::answer_of(b"HTTP/1.1 401 Unauthorized\r\nDate: Mon\r\nContent-Length: 2\r\nMcp-Session-Id: 1\r\nWWW-Authenticate: Bearer\r\n\r\n{}");
-    let b = reach::answer_of(b"HTTP/1.1 401 Unauthorized\r\nDate: Tue\r\nContent-Length: 2\r\nMcp-Session-Id: 2\r\nWWW-Authenticate: Bearer\r\n\r\n{}");
+    let a = door::answer_of(b"HTTP/1.1 401 Unauthorized\r\nDate: Mon\r\nContent-Length: 2\r\nMcp-Session-Id: 1\r\nWWW-Authenticate: Bearer\r\n\r\n{}");
+    let b = door::answer_of(b"HTTP/1.1 401 Unauthorized\r\nDate: Tue\r\nContent-Length: 2\r\nMcp-Session-Id: 2\r\nWWW-Authenticate: Bearer\r\n\r\n{}");
     assert_eq!(a, b);
     assert_eq!(a.headers, vec!["www-authenticate"]);
-    assert_eq!(reach::answer_of(b"").status, None);
-    assert_ne!(a, reach::answer_of(b"HTTP/1.1 404 Not Found\r\n\r\n{}"));
+    assert_eq!(door::answer_of(b"").status, None);
+    assert_ne!(a, door::answer_of(b"HTTP/1.1 404 Not Found\r\n\r\n{}"));
 }
 
 #[test]
@@ -234,7 +234,7 @@ fn every_vip_is_a_door_on_every_port_of_the_service() {
             via: Via::Direct,
         },
     ];
-    let vips = reach::vip_doors(&[(ip("10.9.1.2"), "net".into())], "native", &doors);
+    let vips = door::vip_doors(&[(ip("10.9.1.2"), "net".into())], "native", &doors);
     let addrs: Vec<SocketAddr> = vips.iter().map(|d| d.addr).collect();
     assert_eq!(addrs, ["10.9.1.2:8000".parse().unwrap(), "10.9.1.2:9090".parse().unwrap()]);
     assert!(vips.iter().all(|d| d.via == Via::Vip));

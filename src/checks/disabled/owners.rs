@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
-use crate::checks::reach::Answer;
+use crate::checks::kit::door::Answer;
 
 /// Whose an address is.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::vantage::in_libc_order;
 use super::wire;
 use crate::config::{Expectation, ReadSpec};
-use crate::mcp::{Endpoint, Era, EraChoice, Hop, Limits, McpClient, McpError, Tool, ToolResult};
+use crate::mcp::{Ask, Endpoint, Era, EraChoice, Exchange, Hop, Limits, McpClient, McpError, Tool, ToolResult};
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
 use crate::secret::Secret;
@@ -272,6 +272,26 @@ pub fn json_contains(actual: &Value, expected: &Value) -> bool {
             e.iter().all(|(k, ev)| a.get(k).is_some_and(|av| json_contains(av, ev)))
         }
         _ => actual == expected,
+    }
+}
+
+/// One request and what came of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Try {
+    pub ask: Ask,
+    pub outcome: Result<Exchange, ErrorSeen>,
+}
+
+impl Try {
+    pub(crate) fn status(&self) -> Option<u16> {
+        self.outcome.as_ref().ok().map(|e| e.status)
+    }
+
+    pub(crate) fn summary(&self) -> String {
+        match &self.outcome {
+            Ok(e) => e.summary(),
+            Err(e) => format!("{}: {}", self.ask, e.text),
+        }
     }
 }
 

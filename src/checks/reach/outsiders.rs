@@ -13,8 +13,8 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Door, Via};
-use crate::checks::presented::{Presented, credential_at, honoured, open_without};
+use crate::checks::kit::door::{Door, Via};
+use crate::checks::kit::presented::{Presented, credential_at, honoured, open_without};
 use crate::config::Provider;
 use crate::deployment::Deployment;
 use crate::engine::Target;
@@ -213,7 +213,7 @@ pub fn merged(attempt: Attempt, findings: Vec<Finding>, more: Vec<String>) -> At
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::refusal::Try;
+    use crate::checks::kit::sessions::Try;
     use crate::mcp::{Ask, EntryPoint, Exchange};
 
     fn exchange(status: u16, result: bool) -> Exchange {

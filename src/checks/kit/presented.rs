@@ -7,10 +7,9 @@ use std::collections::BTreeSet;
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 
-use super::kit::sessions::ErrorSeen;
-use super::kit::vantage::pinned;
-use super::reach::Door;
-use super::refusal::Try;
+use super::door::Door;
+use super::sessions::{ErrorSeen, Try};
+use super::vantage::pinned;
 use crate::config::Provider;
 use crate::mcp::{Ask, Endpoint, EntryPoint, Exchange, Limits, McpClient};
 use crate::secret::Secret;
