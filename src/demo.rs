@@ -163,7 +163,7 @@ pub fn run(args: DemoArgs) -> Ending {
     }
     drop(runtime);
     let tokens: Vec<(String, String)> =
-        TOKEN_VARS.iter().map(|name| (name.to_string(), hex::encode(rand::random::<[u8; 16]>()))).collect();
+        TOKEN_VARS.iter().map(|name| (name.to_string(), crate::secret::random_token(32))).collect();
     let mut env = tokens.clone();
     env.push(("CORDON_SUBNET".into(), SUBNET.into()));
     // The IPv6 prefix dual-stack variants use, derived from the IPv4 one as the tests do.

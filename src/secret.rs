@@ -364,5 +364,15 @@ impl fmt::Display for Secret {
     }
 }
 
+/// `len` random letters and digits: the one maker of bearers nobody holds (a wrong
+/// bearer, a decoy), of the demo's and the tests' credentials. Letters and digits pass
+/// every header, URL and environment unquoted.
+pub fn random_token(len: usize) -> String {
+    use rand::RngExt;
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..len).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+}
+
 #[cfg(test)]
 mod tests;

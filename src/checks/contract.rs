@@ -1,6 +1,11 @@
 //! `contract::<provider>::{tools,read,anonymous,wrong_bearer,foreign_bearer}`, at every
 //! replica of the provider.
 
+pub mod arguments;
+pub mod calls;
+pub mod limits;
+pub mod refusal;
+
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -10,7 +15,6 @@ use serde::{Deserialize, Serialize};
 
 use super::kit::sessions::{SessionPlan, SessionRun, SessionsPlan, judge_runs, run_session};
 use super::kit::vantage::{contract_vantages, observe_everywhere};
-use super::refusal;
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Provider, Scenario};
 use crate::mcp::{Era, EraChoice, Tool, schema_hash};

@@ -16,7 +16,7 @@ mod tests;
 
 use std::sync::Arc;
 
-pub use judge::{Desired, expecting};
+pub use judge::Desired;
 
 use crate::check::{Check, Skipped, named};
 use crate::config::{Family, Scenario};

@@ -1,8 +1,6 @@
 //! Check families. Each module plans its checks from the scenario, observes inside a
 //! network namespace (typed observations, no verdicts), and judges with a pure function
 //! of observations and scenario that its tests feed tables of observations.
-pub mod arguments;
-pub mod calls;
 pub mod clientapp;
 pub mod contract;
 pub mod credentials;
@@ -10,12 +8,10 @@ pub mod disabled;
 pub mod egress;
 pub mod flowise;
 pub mod kit;
-pub mod limits;
 pub mod n8n;
 pub mod openwebui;
 pub mod plan;
 pub mod reach;
-pub mod refusal;
 pub mod route;
 pub mod secrets;
 pub mod session;
@@ -36,9 +32,9 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
         match family {
             Family::Contract => {
                 checks.extend(contract::plan(scenario));
-                checks.extend(calls::plan(scenario));
-                checks.extend(arguments::plan(scenario));
-                checks.extend(limits::plan(scenario));
+                checks.extend(contract::calls::plan(scenario));
+                checks.extend(contract::arguments::plan(scenario));
+                checks.extend(contract::limits::plan(scenario));
             }
             Family::Route => checks.extend(route::plan(scenario)),
             Family::Reach => checks.extend(reach::plan(scenario)),

@@ -26,8 +26,6 @@ use std::sync::{Arc, LazyLock};
 use url::Url;
 
 pub use judge::Desired;
-/// The prompt and the expectation test the other client families share.
-pub(crate) use tool_call::{meets, nonce, prompt, with_nonce};
 
 use crate::check::{Check, Skipped, named};
 use crate::config::{Family, OpenWebui, Scenario, Suite};

@@ -8,8 +8,9 @@ use std::rc::Rc;
 use futures_util::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 
+use super::contract::{arguments, calls, limits, refusal};
 use super::kit::door;
-use super::{arguments, calls, contract, disabled, egress, limits, reach, refusal, route, session, sidecar};
+use super::{contract, disabled, egress, reach, route, session, sidecar};
 use crate::netns::plan::{Plan, ProcFacts, ProcPlan};
 use crate::netns::{Interface, NsView};
 

@@ -100,7 +100,7 @@ pub struct LogHit {
 
 /// Whether a log line carries a credential-named URL query parameter.
 pub fn has_credential_query(line: &str) -> bool {
-    super::refusal::QUERY_CREDENTIAL_PARAMS
+    super::kit::presented::QUERY_CREDENTIAL_PARAMS
         .iter()
         .any(|p| line.contains(&format!("?{p}=")) || line.contains(&format!("&{p}=")))
 }

@@ -380,11 +380,7 @@ fn remove_leftover_networks(prefix: &str) {
 
 /// 32 random letters and digits.
 pub fn random_token() -> String {
-    use sha2::Digest;
-    let seed = format!("{:?}{}{:?}", std::time::SystemTime::now(), std::process::id(), std::thread::current().id());
-    let digest = sha2::Sha256::digest(seed.as_bytes());
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    digest.iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
+    cordon::secret::random_token(32)
 }
 
 /// (name, verdict, reason) of every check in a report.

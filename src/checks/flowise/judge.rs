@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Expectation, ReadSpec, Scenario};
+use crate::checks::clientapp::expecting;
+use crate::config::{ReadSpec, Scenario};
 use crate::flowise::observe::{AccessView, EntrySeen, RegistryView, RunSeen};
 use crate::mcp::Transport;
 use crate::model::{Finding, FindingKind};
@@ -347,19 +348,6 @@ pub fn judge_run_target(provider: &str, entry: &str, origin: &str, seen: &RunSee
         .fact("origin_seen", elsewhere.join(", "))
         .fact("declared", origin)
     })
-}
-
-/// Ends a finding with the read's expectation (`(text containing "hi")`) and, when the call
-/// carried one, its nonce.
-pub fn expecting(f: Finding, expect: &Expectation, nonce: Option<&str>) -> Finding {
-    let f = match expect {
-        Expectation::TextContains(t) => f.suffixed("(text containing {expected})").fact("expected", format!("{t:?}")),
-        Expectation::JsonSubset(v) => f.suffixed("(JSON containing {expected})").fact("expected", v),
-    };
-    match nonce {
-        Some(n) => f.suffixed(" with this call's nonce {nonce}").fact("nonce", n),
-        None => f,
-    }
 }
 
 /// Permissions that open Flowise 3.1.4's custom MCP server routes.

@@ -14,6 +14,10 @@ use crate::config::Provider;
 use crate::mcp::{Ask, Endpoint, EntryPoint, Exchange, Limits, McpClient};
 use crate::secret::Secret;
 
+/// Query parameters servers and proxies read a token from. A credential there lands in
+/// every proxy's access log; the platform allows credentials in authenticated headers only.
+pub const QUERY_CREDENTIAL_PARAMS: [&str; 3] = ["access_token", "token", "api_key"];
+
 /// A credential at one listener: what came back with it (MCP asks at the
 /// endpoint's path, an SSE GET there and at `/sse`), and the same POSTs without it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

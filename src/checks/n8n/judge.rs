@@ -217,7 +217,7 @@ pub fn judge_client_run(want: &WantedClient, read: &ReadSpec, seen: &RunSeen, no
         let f = fail("the call of `{tool}` returned {output}, which does not meet the read's expectation ")
             .fact("tool", tool)
             .fact("output", format!("{:?}", call.output));
-        return vec![crate::checks::flowise::expecting(f, &read.expect, nonce)];
+        return vec![crate::checks::clientapp::expecting(f, &read.expect, nonce)];
     }
     let reply = seen.reply.clone().unwrap_or_default();
     if crate::checks::clientapp::reply_carries_result(&reply, read, nonce) {

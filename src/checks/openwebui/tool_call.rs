@@ -18,11 +18,11 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use serde_json::Value;
 
 use super::Signin;
 use super::probes::{Site, warnings};
 use crate::check::{Probe, RunContext};
+use crate::checks::clientapp::{meets, nonce, prompt, with_nonce};
 use crate::config::{Expectation, ReadSpec};
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
@@ -51,29 +51,6 @@ pub struct Asked {
     pub tool: String,
     pub nonce: Option<String>,
     pub expect: Expectation,
-}
-
-/// `cordon-nonce-` and 16 random hex digits, fresh for each call.
-pub fn nonce() -> String {
-    format!("cordon-nonce-{:016x}", rand::random::<u64>())
-}
-
-/// The read's arguments with `nonce` appended to the value of `argument`.
-pub fn with_nonce(arguments: &Value, argument: &str, nonce: &str) -> Value {
-    let mut out = arguments.clone();
-    if let Some(Value::String(v)) = out.get_mut(argument) {
-        *v = format!("{v} {nonce}");
-    }
-    out
-}
-
-/// The user message: which tool, with exactly which arguments, and to answer with its
-/// result verbatim.
-pub fn prompt(function: &str, arguments: &Value) -> String {
-    format!(
-        "Call the tool `{function}` once, with exactly these arguments: {arguments}\n\
-         Then answer with the tool's result, quoted verbatim, and nothing else."
-    )
 }
 
 impl Probe for ToolCall {
@@ -264,56 +241,4 @@ pub fn judge_tool_call(provider: &str, seen: &ChatSeen, asked: &Asked) -> Vec<Fi
         ];
     }
     vec![]
-}
-
-/// A tool's result as a client passed it on (text, or JSON wrapped in content items)
-/// meets the read's expectation.
-pub(crate) fn meets(text: &str, expect: &Expectation) -> bool {
-    match expect {
-        Expectation::TextContains(t) => text.contains(t.as_str()),
-        Expectation::JsonSubset(subset) => json_values_in(text).iter().any(|v| contains_subset(v, subset)),
-    }
-}
-
-/// Every JSON value in `text`: the whole, each line, and any embedded `{...}` object
-/// (Open WebUI may wrap a tool's output).
-fn json_values_in(text: &str) -> Vec<serde_json::Value> {
-    let mut out = Vec::new();
-    let mut push = |s: &str| {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(s.trim()) {
-            if let Some(inner) = v.as_str().and_then(|s| serde_json::from_str(s).ok()) {
-                out.push(inner);
-            }
-            if let Some(items) = v.as_array() {
-                for item in items {
-                    if let Some(inner) =
-                        item.get("text").and_then(|t| t.as_str()).and_then(|t| serde_json::from_str(t).ok())
-                    {
-                        out.push(inner);
-                    }
-                }
-            }
-            out.push(v);
-        }
-    };
-    push(text);
-    for line in text.lines() {
-        push(line);
-    }
-    if let (Some(a), Some(b)) = (text.find('{'), text.rfind('}'))
-        && a < b
-    {
-        push(&text[a..=b]);
-    }
-    out
-}
-
-fn contains_subset(value: &serde_json::Value, subset: &serde_json::Value) -> bool {
-    use serde_json::Value;
-    match (value, subset) {
-        (Value::Object(v), Value::Object(s)) => {
-            s.iter().all(|(k, sv)| v.get(k).is_some_and(|vv| contains_subset(vv, sv)))
-        }
-        (v, s) => v == s,
-    }
 }

@@ -178,7 +178,7 @@ pub async fn look(
     let port = provider.url.port_or_known_default().unwrap_or(80);
     let doors = doors(&topology, client, &outsiders, &listening, port);
     let owners: BTreeMap<String, String> = outsiders.iter().map(|t| (t.name.clone(), owner(t))).collect();
-    let decoy = crate::checks::refusal::wrong_bearer();
+    let decoy = crate::secret::random_token(40);
     // Nobody holds it, so nothing needs it redacted: a throwaway index makes the handle.
     let decoy = crate::secret::Redactor::new().register("outsider-decoy-bearer", decoy);
     let plan = OutsiderPlan { doors, provider: provider.clone(), secret, decoy, limits };

@@ -16,11 +16,11 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::kit::answers::{CallAnswer, era_words, sessions_in_every_era};
-use super::kit::sessions::ErrorSeen;
-use super::kit::vantage::{contract_vantages, observe_everywhere};
-use super::kit::wire;
 use crate::check::{Check, Probe, RunContext};
+use crate::checks::kit::answers::{CallAnswer, era_words, sessions_in_every_era};
+use crate::checks::kit::sessions::ErrorSeen;
+use crate::checks::kit::vantage::{contract_vantages, observe_everywhere};
+use crate::checks::kit::wire;
 use crate::config::{ReadSpec, Scenario};
 use crate::mcp::{Endpoint, Limits, McpClient, Session, Tool};
 use crate::model::{Attempt, Finding, FindingKind};
@@ -35,7 +35,9 @@ const NO_INPUT_TOOLS: usize = 8;
 const WITH_INPUT_TOOLS: usize = 8;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
-    super::kit::vantage::for_enabled_providers(scenario, "arguments", |id| ArgumentsCheck { provider: id.to_string() })
+    crate::checks::kit::vantage::for_enabled_providers(scenario, "arguments", |id| ArgumentsCheck {
+        provider: id.to_string(),
+    })
 }
 
 struct ArgumentsCheck {
@@ -138,7 +140,7 @@ pub struct ArgumentSession {
 impl ArgumentsPlan {
     pub async fn observe(self, view: Rc<NsView>) -> Vec<ArgumentSession> {
         let plan = &self;
-        let seen = super::kit::vantage::at_every_replica(&view, &self.endpoints, |r, e| async move {
+        let seen = crate::checks::kit::vantage::at_every_replica(&view, &self.endpoints, |r, e| async move {
             plan.at_replica(&r, &e).await
         });
         seen.await.into_iter().flatten().collect()

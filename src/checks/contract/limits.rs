@@ -35,11 +35,11 @@ use std::time::{Duration, Instant};
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::kit::answers::{CallAnswer, era_words};
-use super::kit::sessions::ErrorSeen;
-use super::kit::vantage::{contract_vantages, observe_everywhere};
-use super::kit::wire;
 use crate::check::{Check, Probe, RunContext};
+use crate::checks::kit::answers::{CallAnswer, era_words};
+use crate::checks::kit::sessions::ErrorSeen;
+use crate::checks::kit::vantage::{contract_vantages, observe_everywhere};
+use crate::checks::kit::wire;
 use crate::config::{LimitProbes, ProbeCall, ProviderLimits, ReadSpec, Scenario};
 use crate::mcp::{Endpoint, Limits, McpClient, PageSeen, Session};
 use crate::model::{Attempt, Finding, FindingKind};
@@ -63,7 +63,9 @@ const SLOW_WAIT_BEYOND: Duration = Duration::from_secs(5);
 const SLOW_AT_LEAST: u64 = 1000;
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
-    super::kit::vantage::for_enabled_providers(scenario, "limits", |id| LimitsCheck { provider: id.to_string() })
+    crate::checks::kit::vantage::for_enabled_providers(scenario, "limits", |id| LimitsCheck {
+        provider: id.to_string(),
+    })
 }
 
 struct LimitsCheck {
@@ -119,11 +121,9 @@ pub struct LimitsSeen {
 impl LimitsPlan {
     pub async fn observe(self, view: Rc<NsView>) -> Vec<LimitsSeen> {
         let plan = &self;
-        super::kit::vantage::at_every_replica(
-            &view,
-            &self.endpoints,
-            |r, e| async move { plan.at_replica(&r, &e).await },
-        )
+        crate::checks::kit::vantage::at_every_replica(&view, &self.endpoints, |r, e| async move {
+            plan.at_replica(&r, &e).await
+        })
         .await
     }
 

@@ -15,9 +15,10 @@ use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::kit::sessions::{ErrorSeen, Try};
-use super::kit::vantage::{contract_vantages, observe_everywhere};
 use crate::check::{Probe, RunContext};
+use crate::checks::kit::presented::QUERY_CREDENTIAL_PARAMS;
+use crate::checks::kit::sessions::{ErrorSeen, Try};
+use crate::checks::kit::vantage::{contract_vantages, observe_everywhere};
 use crate::config::{Provider, Refusal};
 use crate::mcp::{Ask, Endpoint, EntryPoint, Era, EraChoice, Exchange, Limits, McpClient, SessionSource, Transport};
 use crate::model::{Attempt, Finding, FindingKind};
@@ -50,7 +51,7 @@ pub struct RefusalCheck {
 #[derive(Clone, Serialize, Deserialize)]
 pub struct Presented {
     pub label: String,
-    #[serde(with = "super::kit::wire::opt_secret")]
+    #[serde(with = "crate::checks::kit::wire::opt_secret")]
     pub secret: Option<Secret>,
     /// Sent as this URL query parameter, with no `Authorization` header.
     #[serde(default)]
@@ -71,19 +72,15 @@ impl Presented {
     }
 }
 
-/// Query parameters servers and proxies read a token from. A credential there lands in
-/// every proxy's access log; the platform allows credentials in authenticated headers only.
-pub const QUERY_CREDENTIAL_PARAMS: [&str; 3] = ["access_token", "token", "api_key"];
-
 /// What the vantage point does: at every replica, a valid session, the valid bearer's
 /// control answers, and every presented bearer at every entry point.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct RefusalPlan {
     /// (replica label, endpoint pinned to it)
     pub endpoints: Vec<(String, Endpoint)>,
-    #[serde(with = "super::kit::wire::provider")]
+    #[serde(with = "crate::checks::kit::wire::provider")]
     pub provider: Provider,
-    #[serde(with = "super::kit::wire::secret")]
+    #[serde(with = "crate::checks::kit::wire::secret")]
     pub valid: Secret,
     pub presented: Vec<Presented>,
     pub limits: Limits,
@@ -92,7 +89,7 @@ pub struct RefusalPlan {
 impl RefusalPlan {
     pub async fn observe(self, view: std::rc::Rc<crate::netns::NsView>) -> Vec<ReplicaRefusal> {
         let RefusalPlan { endpoints, provider, valid, presented, limits } = self;
-        let endpoints = endpoints.into_iter().map(|(r, e)| (r, super::kit::vantage::in_libc_order(&view, &e)));
+        let endpoints = endpoints.into_iter().map(|(r, e)| (r, crate::checks::kit::vantage::in_libc_order(&view, &e)));
         join_all(endpoints.map(|(replica, endpoint)| {
             observe_replica(replica, endpoint, &provider, valid.clone(), presented.clone(), limits.clone())
         }))
@@ -292,10 +289,7 @@ impl RefusalCheck {
 /// 40 random letters and digits, no fixed prefix: nothing else cordon prints can share a
 /// run of eight characters with it, so its redaction never fires on innocent text.
 pub fn wrong_bearer() -> String {
-    use rand::RngExt;
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    (0..40).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+    crate::secret::random_token(40)
 }
 
 /// Credentials one edit away from the valid one, each with how it was made: a server that

@@ -27,11 +27,11 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use super::kit::answers::{CallAnswer, era_words, sessions_in_every_era};
-use super::kit::sessions::ErrorSeen;
-use super::kit::vantage::{contract_vantages, observe_everywhere};
-use super::kit::wire;
 use crate::check::{Check, Probe, RunContext};
+use crate::checks::kit::answers::{CallAnswer, era_words, sessions_in_every_era};
+use crate::checks::kit::sessions::ErrorSeen;
+use crate::checks::kit::vantage::{contract_vantages, observe_everywhere};
+use crate::checks::kit::wire;
 use crate::config::{Provider, ReadSpec, Scenario};
 use crate::mcp::{Endpoint, Limits, McpClient};
 use crate::model::{Attempt, Finding, FindingKind};
@@ -45,7 +45,7 @@ const READ_AGAIN: usize = 2;
 const READ_AGAIN_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
 
 pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
-    super::kit::vantage::for_enabled_providers(scenario, "call_allowlist", |id| CallAllowlistCheck {
+    crate::checks::kit::vantage::for_enabled_providers(scenario, "call_allowlist", |id| CallAllowlistCheck {
         provider: id.to_string(),
     })
 }
@@ -115,7 +115,7 @@ pub struct SessionCalls {
 impl CallsPlan {
     pub async fn observe(self, view: Rc<NsView>) -> Vec<SessionCalls> {
         let plan = &self;
-        let seen = super::kit::vantage::at_every_replica(&view, &self.endpoints, |r, e| async move {
+        let seen = crate::checks::kit::vantage::at_every_replica(&view, &self.endpoints, |r, e| async move {
             plan.at_replica(&r, &e).await
         });
         seen.await.into_iter().flatten().collect()
