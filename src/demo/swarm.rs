@@ -127,6 +127,23 @@ impl SwarmHost {
         self.initialized
     }
 
+    /// The commands that undo what a kept demo leaves, in order: the stack, then what
+    /// this host set up for it (the swarm it initialized, its DOCKER-USER rules, the
+    /// gateway bridge it made), each only when it was this host's doing.
+    pub fn undo_lines(&self, deploy: &str, stack: &str) -> String {
+        let mut lines = vec![format!("bash {deploy} down {stack}")];
+        if self.initialized {
+            lines.push("docker swarm leave --force".into());
+        }
+        for rule in &self.rules {
+            lines.push(format!("iptables -w -D {}", rule.join(" ")));
+        }
+        if self.created_gwbridge {
+            lines.push("docker network rm docker_gwbridge".into());
+        }
+        lines.iter().map(|l| format!("      {l}")).collect::<Vec<_>>().join("\n")
+    }
+
     /// This code or cordon's CI made the swarm: a test may join a worker engine to it.
     pub fn ours(&self) -> bool {
         self.ours
@@ -275,9 +292,7 @@ pub fn run(args: DemoArgs) -> Ending {
         code.exit_code()
     ));
     if args.keep {
-        step(&format!(
-            "keeping the stack; remove it with: bash {DEPLOY} down {STACK} (and `docker swarm leave --force` if the demo initialized the swarm)"
-        ));
+        step(&format!("keeping the stack; undo what the demo set up with:\n{}", host.undo_lines(DEPLOY, STACK)));
         std::mem::forget(host);
     } else {
         stages.run(&mut deploy("down"), "stack removed", "removing the stack failed");
@@ -289,4 +304,30 @@ pub fn run(args: DemoArgs) -> Ending {
         }
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SwarmHost;
+
+    /// A kept demo says how to undo all it set up, and only what it set up: a swarm it
+    /// found is not left, a rule it made is deleted by its own words.
+    #[test]
+    fn a_kept_demo_names_every_undo_it_owes() {
+        let rule: Vec<String> = "DOCKER-USER -d 10.172.0.0/16 -o eth0 -j REJECT -m comment --comment cordon-swarm"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        let mut host = SwarmHost { initialized: true, ours: true, created_gwbridge: false, rules: vec![rule] };
+        let lines = host.undo_lines("docker/swarm/deploy.sh", "cordon-demo");
+        assert_eq!(
+            lines,
+            "      bash docker/swarm/deploy.sh down cordon-demo\n      docker swarm leave --force\n      iptables -w -D DOCKER-USER -d 10.172.0.0/16 -o eth0 -j REJECT -m comment --comment cordon-swarm"
+        );
+        host.initialized = false;
+        host.rules.clear();
+        assert_eq!(host.undo_lines("d.sh", "s"), "      bash d.sh down s");
+        // Dropping the host would undo for real: this one only describes.
+        std::mem::forget(host);
+    }
 }
