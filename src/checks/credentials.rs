@@ -2,7 +2,7 @@
 //! or one a consumer held before the provider stopped admitting it, is dead.
 //!
 //! - Refused everywhere a wrong bearer is: the same observation and judge as
-//!   `contract::<p>::wrong_bearer` ([`super::contract::refusal`]), at every replica and entry
+//!   `contract::<p>::wrong_bearer` ([`super::kit::refusal`]), at every replica and entry
 //!   point, in both eras, with and without a session. A disabled provider's credentials
 //!   are `disabled::<p>`'s to prove.
 //! - Held by nobody: no container of the deployment (a client, a provider, a sidecar,
@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::contract::refusal::{self, Presented, RefusalRule};
+use super::kit::refusal::{self, Presented, RefusalRule};
 use crate::check::{Check, Probe, RunContext, named};
 use crate::config::{Family, Provider, Scenario};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};

@@ -10,6 +10,7 @@ pub mod door;
 pub mod name;
 pub mod name_tries;
 pub mod presented;
+pub mod refusal;
 pub mod sessions;
 #[cfg(test)]
 pub mod testing;

@@ -5,7 +5,6 @@ pub mod clientapp;
 pub mod contract;
 pub mod credentials;
 pub mod disabled;
-pub mod egress;
 pub mod flowise;
 pub mod kit;
 pub mod n8n;
@@ -42,7 +41,7 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
             Family::Disabled => checks.extend(disabled::plan(scenario)),
             Family::Sidecar => {
                 checks.extend(sidecar::plan(scenario));
-                checks.extend(egress::plan(scenario));
+                checks.extend(sidecar::egress::plan(scenario));
             }
             Family::Openwebui => checks.extend(openwebui::plan(scenario, suite)),
             Family::Credentials => checks.extend(credentials::plan(scenario)),

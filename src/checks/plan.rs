@@ -8,9 +8,11 @@ use std::rc::Rc;
 use futures_util::future::LocalBoxFuture;
 use serde::{Deserialize, Serialize};
 
-use super::contract::{arguments, calls, limits, refusal};
+use super::contract::{arguments, calls, limits};
 use super::kit::door;
-use super::{contract, disabled, egress, reach, route, session, sidecar};
+use super::kit::refusal;
+use super::sidecar::egress;
+use super::{contract, disabled, reach, route, session, sidecar};
 use crate::netns::plan::{Plan, ProcFacts, ProcPlan};
 use crate::netns::{Interface, NsView};
 

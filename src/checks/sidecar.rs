@@ -1,6 +1,8 @@
 //! `sidecar::<provider>::interfaces` and `::hardening`: an adapter sidecar holds its
 //! provider's credential, so it sits on its declared networks only and runs locked down.
 
+pub mod egress;
+
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::sync::Arc;

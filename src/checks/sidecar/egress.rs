@@ -22,8 +22,8 @@ use std::time::Duration;
 use futures_util::future::{BoxFuture, join_all};
 use serde::{Deserialize, Serialize};
 
-use super::kit::door::{self, AskWho, Crossing, Door, Knock, Surface, Via, knock_all};
 use crate::check::{Check, Probe, RunContext, named};
+use crate::checks::kit::door::{self, AskWho, Crossing, Door, Knock, Surface, Via, knock_all};
 use crate::config::{Family, Mode, Provider, Scenario};
 use crate::dns::ResolvConf;
 use crate::engine::Target;
@@ -172,7 +172,7 @@ impl Sides<'_> {
             surface.doors.extend(vips);
         }
         let ends = std::iter::once(sidecar).chain(self.others);
-        surface.settling = super::kit::connect::ipv6_settling(ends, surface.doors.iter().map(|d| d.addr.ip()));
+        surface.settling = crate::checks::kit::connect::ipv6_settling(ends, surface.doors.iter().map(|d| d.addr.ip()));
         let plan = EgressPlan {
             doors: surface.doors.clone(),
             app: app_doors(self.topology, self.provider, sidecar),
