@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use super::kit::sessions::{SessionPlan, SessionRun, SessionsPlan, judge_runs, run_session};
 use super::kit::vantage::{contract_vantages, observe_everywhere};
 use crate::check::{Check, Probe, RunContext, named};
+use crate::checks::Spec;
+use crate::config::Suite;
 use crate::config::{Family, Provider, Scenario};
 use crate::mcp::{Era, EraChoice, Tool, schema_hash};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
@@ -278,6 +280,49 @@ impl Probe for ReadCheck {
             }
         })
     }
+}
+
+/// The family, registered once (`checks::FAMILIES`).
+pub const SPEC: Spec = Spec { family: Family::Contract, plan: planned, explain };
+
+fn planned(scenario: &Scenario, _: &Suite) -> Vec<Arc<dyn Check>> {
+    let mut checks = plan(scenario);
+    checks.extend(calls::plan(scenario));
+    checks.extend(arguments::plan(scenario));
+    checks.extend(limits::plan(scenario));
+    checks
+}
+
+/// What a check of this family proves, and where it looks from (`cordon explain`); `None`
+/// for one it does not plan.
+fn explain(name: &CheckName) -> Option<(&'static str, &'static str)> {
+    Some(match name.aspect.first().map(String::as_str) {
+        Some("tools") => (
+            "every replica serves exactly the allowlisted tools (a subset fails too), in every era it speaks (2026-07-28 and the initialize handshake), no mutating tool unless enabled, and the pinned schema hash if one is set",
+            "the first admitted client that shares a network with the provider, else the provider's own container (host mode: cordon's namespace)",
+        ),
+        Some("read") => (
+            "the deterministic read tool answers isError: false with the expected content, at every replica",
+            "the first admitted client that shares a network with the provider, else the provider's own container",
+        ),
+        Some("anonymous" | "wrong_bearer" | "foreign_bearer") => (
+            "the bearer is refused (401/403, or a JSON-RPC error where the scenario says so) at every entry point of every replica — initialize, server/discover, tools/list and tools/call with and without the 2026-07-28 headers, the SSE GET, the valid session's own id, any id a refusal hands out, a legacy session's message URL — and no answer discloses a tool name; it cannot be judged when the valid bearer gets no session either",
+            "the first admitted client that shares a network with the provider, else the provider's own container",
+        ),
+        Some("call_allowlist") => (
+            "tools/call of every name the provider must not run (mutating with mutation off, denied_tools, the upstream specification's other tools, any name a listing served outside the allowlist) is refused at every replica, in every era, with every credential its clients hold, and shows no sign of having run: not isError: false, not an error that carries output, not a 5xx where that name is refused, and the read answers the same before and after; an error in the server's own words (unlike the refusal of a name that cannot exist) proves nothing either way, whatever its words, so unless the read shows a run the check is not judged (skipped, with why)",
+            "the first admitted client that shares a network with the provider, else the provider's own container",
+        ),
+        Some("arguments") => (
+            "(strict_arguments) the read tool with an argument its schema does not describe, a tool with a required argument missing, a tool that declares no inputs given one, and every other allowlisted tool given one beside arguments its schema describes, are each refused where the same call without it is served",
+            "the first admitted client that shares a network with the provider, else the provider's own container",
+        ),
+        Some("limits") => (
+            "(limits) each limit pushed past its bound holds: a request one byte over request_bytes is refused and the provider still serves; no tools/list page holds more than page_size tools; the large call (limit_probes.large) stays within result_items and response_bytes; the slow call (limit_probes.slow) is cut within timeout_seconds; concurrent_requests + 1 parallel calls are each served or refused, none dropped, and not all let in at once; a limit nothing could push past is not judged (skipped, naming it), never passed",
+            "the first admitted client that shares a network with the provider, else the provider's own container",
+        ),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -20,6 +20,8 @@ use futures_util::future::BoxFuture;
 
 use super::kit::refusal::{self, Presented, RefusalRule};
 use crate::check::{Check, Probe, RunContext, named};
+use crate::checks::Spec;
+use crate::config::Suite;
 use crate::config::{Family, Provider, Scenario};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
 use crate::secret::{Secret, named_forms};
@@ -330,6 +332,21 @@ fn merge(refused: Attempt, mut findings: Vec<Finding>, mut evidence: Vec<String>
             Attempt::from_findings(findings, evidence)
         }
     }
+}
+
+/// The family, registered once (`checks::FAMILIES`).
+pub const SPEC: Spec = Spec { family: Family::Credentials, plan: planned, explain };
+
+fn planned(scenario: &Scenario, _: &Suite) -> Vec<Arc<dyn Check>> {
+    plan(scenario)
+}
+
+/// What a check of this family proves, and where it looks from (`cordon explain`).
+fn explain(_: &CheckName) -> Option<(&'static str, &'static str)> {
+    Some((
+        "a credential a rotation retired (retired), or one a removed consumer held (revoked), is refused wherever a wrong bearer is, is not the live credential under another name, and no client (for revoked: not the removed client) carries it in its environment",
+        "the contract position for the refusals; the engine's view of each client container's environment",
+    ))
 }
 
 #[cfg(test)]

@@ -25,6 +25,8 @@ pub use super::kit::presented::{Presented, credential_at};
 use super::kit::sessions::{ErrorSeen, Try};
 use super::kit::vantage::pinned;
 use crate::check::{Check, Probe, RunContext, named};
+use crate::checks::Spec;
+use crate::config::Suite;
 use crate::config::{Family, Provider, Scenario};
 use crate::deployment::Deployment;
 use crate::engine::Target;
@@ -645,6 +647,21 @@ fn judge_credential(l: &Look, findings: &mut Vec<Finding>, evidence: &mut Vec<St
             )),
         }
     }
+}
+
+/// The family, registered once (`checks::FAMILIES`).
+pub const SPEC: Spec = Spec { family: Family::Disabled, plan: planned, explain };
+
+fn planned(scenario: &Scenario, _: &Suite) -> Vec<Arc<dyn Check>> {
+    plan(scenario)
+}
+
+/// What a check of this family proves, and where it looks from (`cordon explain`).
+fn explain(_: &CheckName) -> Option<(&'static str, &'static str)> {
+    Some((
+        "the switched-off surface is dark: its name resolves to nothing outside the wildcard set, nothing accepts TCP or answers HTTP at its addresses, and no listener on its networks (or its former consumers') accepts its credential",
+        "every client's namespace, and a container on each network the provider declared or its former consumers sit on",
+    ))
 }
 
 #[cfg(test)]

@@ -19,6 +19,8 @@ use std::sync::Arc;
 pub use judge::Desired;
 
 use crate::check::{Check, Skipped, named};
+use crate::checks::Spec;
+use crate::config::Suite;
 use crate::config::{Family, Scenario};
 use crate::mcp::Transport;
 use crate::model::CheckName;
@@ -80,4 +82,32 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
         checks.push(named(name(&c.id, "access", None), probes::Access { site, desired }));
     }
     checks
+}
+
+/// The family, registered once (`checks::FAMILIES`).
+pub const SPEC: Spec = Spec { family: Family::Flowise, plan: planned, explain };
+
+fn planned(scenario: &Scenario, _: &Suite) -> Vec<Arc<dyn Check>> {
+    plan(scenario)
+}
+
+/// What a check of this family proves, and where it looks from (`cordon explain`); `None`
+/// for one it does not plan.
+fn explain(name: &CheckName) -> Option<(&'static str, &'static str)> {
+    let subject = name.subject.as_str();
+    Some(match name.aspect.first().map(String::as_str) {
+        _ if subject == "registry" => (
+            "Flowise's custom MCP servers hold exactly one AUTHORIZED entry `<prefix><provider>` per admitted Streamable-HTTP provider, its bearer in Flowise's encrypted custom headers, discovering exactly the allowlist; none for an SSE-only, disabled or non-admitted provider; no credential in any entry's plain fields or any flow's flowData; entries without the prefix are listed and left alone",
+            "Flowise's API as its admin, from inside Flowise's container's namespace",
+        ),
+        _ if subject == "tool_call" => (
+            "the managed flow `<prefix><provider>` (a chatflow or an Agentflow), run through Flowise's prediction API, calls the provider's read tool through Flowise's own MCP client and an entry at the provider's own origin (Flowise's record of the call: a chatflow's usedTools, an Agentflow's executed Tool or Agent node); the result meets the read's expectation, with this call's nonce where the read echoes one, and reaches the model",
+            "Flowise's API from inside Flowise's container's namespace",
+        ),
+        _ if subject == "access" => (
+            "Flowise's SSRF guard (HTTP_SECURITY_CHECK) refuses loopback, link-local and RFC 1918 MCP server URLs, and no API key but the declared admin keys can see the managed MCP servers (a flow author's key made by cordon shows which routes offer them)",
+            "Flowise's API as its admin and as an ephemeral API key, from inside Flowise's container's namespace",
+        ),
+        _ => return None,
+    })
 }

@@ -24,31 +24,41 @@ use crate::check::{Check, Skipped, named};
 use crate::config::{Family, Mode, Scenario, Suite};
 use crate::model::CheckName;
 
+/// One family, registered once in [`FAMILIES`]: how it plans its checks from the scenario
+/// and what each of them proves (`cordon explain`).
+pub struct Spec {
+    pub family: Family,
+    pub plan: fn(&Scenario, &Suite) -> Vec<Arc<dyn Check>>,
+    /// (what it proves, where it looks from) for one of the family's checks; `None` for a
+    /// check it does not plan.
+    pub explain: fn(&CheckName) -> Option<(&'static str, &'static str)>,
+}
+
+/// Every family, in [`Family::ALL`]'s order.
+pub const FAMILIES: [Spec; 11] = [
+    route::SPEC,
+    reach::SPEC,
+    session::SPEC,
+    contract::SPEC,
+    disabled::SPEC,
+    sidecar::SPEC,
+    openwebui::SPEC,
+    credentials::SPEC,
+    secrets::SPEC,
+    flowise::SPEC,
+    n8n::SPEC,
+];
+
+/// The family's spec.
+pub fn spec(family: Family) -> &'static Spec {
+    FAMILIES.iter().find(|s| s.family == family).expect("every family is registered in FAMILIES")
+}
+
 /// Every check the suite's families ask for, in a stable order.
 pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
     let mut checks: Vec<Arc<dyn Check>> = Vec::new();
     for family in &suite.families {
-        match family {
-            Family::Contract => {
-                checks.extend(contract::plan(scenario));
-                checks.extend(contract::calls::plan(scenario));
-                checks.extend(contract::arguments::plan(scenario));
-                checks.extend(contract::limits::plan(scenario));
-            }
-            Family::Route => checks.extend(route::plan(scenario)),
-            Family::Reach => checks.extend(reach::plan(scenario)),
-            Family::Session => checks.extend(session::plan(scenario)),
-            Family::Disabled => checks.extend(disabled::plan(scenario)),
-            Family::Sidecar => {
-                checks.extend(sidecar::plan(scenario));
-                checks.extend(sidecar::egress::plan(scenario));
-            }
-            Family::Openwebui => checks.extend(openwebui::plan(scenario, suite)),
-            Family::Credentials => checks.extend(credentials::plan(scenario)),
-            Family::Secrets => checks.extend(secrets::plan(scenario)),
-            Family::Flowise => checks.extend(flowise::plan(scenario)),
-            Family::N8n => checks.extend(n8n::plan(scenario)),
-        }
+        checks.extend((spec(*family).plan)(scenario, suite));
     }
     if suite.mode == Mode::Host {
         for provider in scenario.providers.iter().filter(|p| p.disabled) {
@@ -61,4 +71,17 @@ pub fn plan(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
         }
     }
     checks
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::*;
+
+    /// Each family is registered once, in the order of `Family::ALL` (the order checks are
+    /// planned and listed in).
+    #[test]
+    fn every_family_is_registered_once_in_order() {
+        let registered: Vec<Family> = FAMILIES.iter().map(|s| s.family).collect();
+        assert_eq!(registered, Family::ALL.to_vec());
+    }
 }

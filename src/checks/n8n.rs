@@ -20,6 +20,8 @@ use std::sync::Arc;
 pub use judge::{ManagedSet, WantedClient};
 
 use crate::check::{Check, Skipped, named};
+use crate::checks::Spec;
+use crate::config::Suite;
 use crate::config::{Family, Scenario};
 use crate::model::CheckName;
 
@@ -70,4 +72,32 @@ pub fn plan(scenario: &Scenario) -> Vec<Arc<dyn Check>> {
         }
     }
     checks
+}
+
+/// The family, registered once (`checks::FAMILIES`).
+pub const SPEC: Spec = Spec { family: Family::N8n, plan: planned, explain };
+
+fn planned(scenario: &Scenario, _: &Suite) -> Vec<Arc<dyn Check>> {
+    plan(scenario)
+}
+
+/// What a check of this family proves, and where it looks from (`cordon explain`); `None`
+/// for one it does not plan.
+fn explain(name: &CheckName) -> Option<(&'static str, &'static str)> {
+    let subject = name.subject.as_str();
+    Some(match name.aspect.first().map(String::as_str) {
+        _ if subject == "client" => (
+            "every MCP Client Tool node of the provider's managed workflow points at the provider, authenticates with a Bearer or Header credential and includes an explicit, non-empty list of allowed tools; the workflow's webhook run executes the read tool (n8n's own execution record) and the agent gets the result",
+            "n8n's public API (least-scope key) and production webhook, from inside n8n's container's namespace",
+        ),
+        _ if subject == "workflows" => (
+            "every workflow under the managed prefix is for a provider that admits this n8n: none kept for a disabled provider (disabling revokes the credential) or one that does not admit it (consumer_not_allowed), none under the prefix for no provider of the scenario, and no managed MCP Client Tool node reaching a disabled or non-admitting provider; a person's workflows are left alone",
+            "n8n's public API (least-scope key), from inside n8n's container's namespace",
+        ),
+        _ if subject == "server" => (
+            "exactly one MCP Server Trigger (typeVersion 2 or later) serves the provider's path, with Bearer or Header authentication from a credential, active exactly when the provider is enabled, exposing exactly the allowlist; the contract family checks its endpoint like any provider's",
+            "n8n's public API and its own endpoint, from inside n8n's container's namespace",
+        ),
+        _ => return None,
+    })
 }

@@ -28,6 +28,7 @@ use url::Url;
 pub use judge::Desired;
 
 use crate::check::{Check, Skipped, named};
+use crate::checks::Spec;
 use crate::config::{Family, OpenWebui, Scenario, Suite};
 use crate::mcp::Limits;
 use crate::model::CheckName;
@@ -169,4 +170,19 @@ impl Signin {
         sessions.insert(key, admin.clone());
         Ok((api, admin))
     }
+}
+
+/// The family, registered once (`checks::FAMILIES`).
+pub const SPEC: Spec = Spec { family: Family::Openwebui, plan: planned, explain };
+
+fn planned(scenario: &Scenario, suite: &Suite) -> Vec<Arc<dyn Check>> {
+    plan(scenario, suite)
+}
+
+/// What a check of this family proves, and where it looks from (`cordon explain`).
+fn explain(_: &CheckName) -> Option<(&'static str, &'static str)> {
+    Some((
+        "Open WebUI's tool-server connections, grants, per-user access and tool calls match the scenario, also after a restart of only its container",
+        "Open WebUI's API from inside its own container's namespace",
+    ))
 }

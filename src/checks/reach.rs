@@ -24,6 +24,8 @@ use super::kit::door::{
 };
 use super::kit::vantage::client_target;
 use crate::check::{Check, Probe, RunContext, named};
+use crate::checks::Spec;
+use crate::config::Suite;
 use crate::config::{Family, Mode, Provider, Scenario};
 use crate::model::{Attempt, CheckName, Finding, Outcome, Relation};
 
@@ -157,4 +159,26 @@ fn doors_of(provider: &Provider, app: bool) -> (String, Vec<u16>) {
     ports.sort();
     ports.dedup();
     (provider.service.clone(), ports)
+}
+
+/// The family, registered once (`checks::FAMILIES`).
+pub const SPEC: Spec = Spec { family: Family::Reach, plan: planned, explain };
+
+fn planned(scenario: &Scenario, _: &Suite) -> Vec<Arc<dyn Check>> {
+    plan(scenario)
+}
+
+/// What a check of this family proves, and where it looks from (`cordon explain`); `None`
+/// for one it does not plan.
+fn explain(name: &CheckName) -> Option<(&'static str, &'static str)> {
+    Some(match name.aspect.first().map(String::as_str) {
+        _ if name.is_app() => (
+            "no client reaches the app behind the provider's adapter sidecar directly: no TCP connect to any address of any app container, on any port it listens on or declares, or through a port published on the host",
+            "the client container's own network namespace",
+        ),
+        _ => (
+            "a client the provider does not admit opens no TCP connection to any address of any replica, on any port a replica listens on or declares, nor through any port published on the host; a success is repeated before it counts, and a port is judged only once the provider listens on it",
+            "the client container's own network namespace",
+        ),
+    })
 }

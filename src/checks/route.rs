@@ -16,6 +16,8 @@ use super::kit::connect::{ConnectError, Connected, silenced_by_full_queue, tcp_c
 use super::kit::name::{self, NameSeen};
 use super::kit::vantage::client_target;
 use crate::check::{Check, Probe, RunContext, named};
+use crate::checks::Spec;
+use crate::config::Suite;
 use crate::config::{Family, Scenario};
 use crate::model::{Attempt, CheckName, Finding, FindingKind, Relation};
 use crate::netns::NsView;
@@ -209,6 +211,21 @@ pub fn judge(
         );
     }
     Attempt::Pass { evidence }
+}
+
+/// The family, registered once (`checks::FAMILIES`).
+pub const SPEC: Spec = Spec { family: Family::Route, plan: planned, explain };
+
+fn planned(scenario: &Scenario, _: &Suite) -> Vec<Arc<dyn Check>> {
+    plan(scenario)
+}
+
+/// What a check of this family proves, and where it looks from (`cordon explain`).
+fn explain(_: &CheckName) -> Option<(&'static str, &'static str)> {
+    Some((
+        "the provider's name resolves, as the client's libc resolves it (hosts file, then DNS with its search list), only to addresses of provider containers on networks the client shares — never to the wildcard answer or another container — and every such address accepts TCP on the endpoint port",
+        "the client container's own network namespace",
+    ))
 }
 
 #[cfg(test)]

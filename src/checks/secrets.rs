@@ -25,6 +25,8 @@ use futures_util::future::{BoxFuture, join_all};
 
 use super::kit::sessions::{SessionPlan, SessionsPlan};
 use crate::check::{Check, Probe, RunContext, named};
+use crate::checks::Spec;
+use crate::config::Suite;
 use crate::config::{Family, Scenario};
 use crate::engine::Engine;
 use crate::engine::Target;
@@ -412,6 +414,21 @@ fn in_url(url: &str, scanner: &Scanner) -> Vec<(String, &'static str, &'static s
         }
     }
     out
+}
+
+/// The family, registered once (`checks::FAMILIES`).
+pub const SPEC: Spec = Spec { family: Family::Secrets, plan: planned, explain };
+
+fn planned(scenario: &Scenario, _: &Suite) -> Vec<Arc<dyn Check>> {
+    plan(scenario)
+}
+
+/// What a check of this family proves, and where it looks from (`cordon explain`).
+fn explain(_: &CheckName) -> Option<(&'static str, &'static str)> {
+    Some((
+        "no credential of the scenario, in any form the redactor knows (8+ character runs as written, percent-encoded, JSON-escaped, base64, hex), appears in the log of any container of the deployment (its last 20000 lines, fewer past 16 MiB), in a provider URL of the scenario, or in a URL in a container's environment",
+        "the engine: docker logs and container inspect",
+    ))
 }
 
 #[cfg(test)]

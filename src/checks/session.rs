@@ -16,6 +16,8 @@ use super::kit::sessions::{SessionPlan, SessionRun, judge_runs, run_session};
 use super::kit::vantage::{client_target, replicas_from};
 use super::kit::wire;
 use crate::check::{Check, Probe, RunContext, named};
+use crate::checks::Spec;
+use crate::config::Suite;
 use crate::config::{Family, Mode, ReadSpec, Scenario};
 use crate::mcp::{Endpoint, EraChoice, Limits};
 use crate::model::{Attempt, CheckName, Finding, FindingKind, Relation};
@@ -227,4 +229,19 @@ impl Probe for SessionCheck {
             }
         })
     }
+}
+
+/// The family, registered once (`checks::FAMILIES`).
+pub const SPEC: Spec = Spec { family: Family::Session, plan: planned, explain };
+
+fn planned(scenario: &Scenario, _: &Suite) -> Vec<Arc<dyn Check>> {
+    plan(scenario)
+}
+
+/// What a check of this family proves, and where it looks from (`cordon explain`).
+fn explain(_: &CheckName) -> Option<(&'static str, &'static str)> {
+    Some((
+        "with the credential the client holds, at the address the client's libc gives first and at every other replica: the handshake succeeds, the tools list is read and the deterministic read answers as contracted",
+        "the client container's own network namespace",
+    ))
 }

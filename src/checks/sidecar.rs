@@ -13,6 +13,8 @@ use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::check::{Check, Probe, RunContext, named};
+use crate::checks::Spec;
+use crate::config::Suite;
 use crate::config::{Family, Mode, Scenario};
 use crate::engine::{HardeningFacts, NetworkFacts, Target};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};
@@ -408,6 +410,35 @@ pub fn hardening_findings(f: &HardeningFacts) -> Vec<(&'static str, Finding)> {
         ));
     }
     out
+}
+
+/// The family, registered once (`checks::FAMILIES`).
+pub const SPEC: Spec = Spec { family: Family::Sidecar, plan: planned, explain };
+
+fn planned(scenario: &Scenario, _: &Suite) -> Vec<Arc<dyn Check>> {
+    let mut checks = plan(scenario);
+    checks.extend(egress::plan(scenario));
+    checks
+}
+
+/// What a check of this family proves, and where it looks from (`cordon explain`); `None`
+/// for one it does not plan.
+fn explain(name: &CheckName) -> Option<(&'static str, &'static str)> {
+    Some(match name.aspect.first().map(String::as_str) {
+        Some("egress") => (
+            "from each sidecar replica, no TCP connect succeeds to any other container of the deployment on any port it listens on, nor to a port published on the host; only its app (which must answer) and its DNS servers may",
+            "each sidecar replica's own namespace",
+        ),
+        Some("interfaces") => (
+            "every replica of the adapter sidecar sits on its declared networks only (docker_gwbridge allowed once in swarm), and the kernel's and the engine's views agree",
+            "each sidecar replica's own namespace and the engine",
+        ),
+        Some("hardening") => (
+            "every replica runs non-root, read-only, with all capabilities dropped, no-new-privileges, not privileged, no host namespaces, no engine socket, with memory/CPU/PID limits and no published ports",
+            "the engine's inspect of each replica, and its process's uid from /proc",
+        ),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
