@@ -413,38 +413,50 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
             }
         }
         if let Some((before, after)) = &s.reads {
-            // Against an error before the calls (a timeout on a busy host) a change shows
-            // nothing: the side effect is judged from a result only.
-            let comparable = before.served() && !after.not_ready();
-            reads_seen |= comparable;
-            let line = if before.served() {
-                format!("{at}: the read before the calls: {before}; after: {after}")
-            } else {
-                format!(
-                    "{at}: the read before the calls served no result ({before}), so what the calls changed is not judged; after: {after}"
-                )
-            };
-            evidence.push(line.clone());
-            if comparable && before != after {
-                findings.push(
-                    Finding::new(
-                        FindingKind::DeniedToolRan,
-                        "{replica}, {bearer}, {era}: the deterministic read answered {read_before} before the denied calls and {read_after} after them: a call that was refused changed the provider",
-                    )
-                    .fact("replica", &s.replica)
-                    .fact("bearer", &s.bearer)
-                    .fact("era", era)
-                    .fact("read_before", before)
-                    .fact("read_after", after)
-                    .proven_by(line),
-                );
-            }
+            let (line, change) = read_change(s, &at, era, before, after);
+            reads_seen |= before.served() && !after.not_ready();
+            evidence.push(line);
+            findings.extend(change);
         }
     }
     if findings.is_empty() && not_ready.is_empty() && !own_words.is_empty() {
         return not_judged(&own_words, reads_seen);
     }
     Attempt::settle(findings, not_ready, evidence)
+}
+
+/// The read before and after the calls of session `s`: its evidence line, and the finding
+/// when a refused call changed what it answers. Against an error before the calls (a
+/// timeout on a busy host) a change shows nothing: the side effect is judged from a result
+/// only.
+fn read_change(
+    s: &SessionCalls,
+    at: &str,
+    era: &str,
+    before: &CallAnswer,
+    after: &CallAnswer,
+) -> (String, Option<Finding>) {
+    let line = if before.served() {
+        format!("{at}: the read before the calls: {before}; after: {after}")
+    } else {
+        format!(
+            "{at}: the read before the calls served no result ({before}), so what the calls changed is not judged; after: {after}"
+        )
+    };
+    if !before.served() || after.not_ready() || before == after {
+        return (line, None);
+    }
+    let finding = Finding::new(
+        FindingKind::DeniedToolRan,
+        "{replica}, {bearer}, {era}: the deterministic read answered {read_before} before the denied calls and {read_after} after them: a call that was refused changed the provider",
+    )
+    .fact("replica", &s.replica)
+    .fact("bearer", &s.bearer)
+    .fact("era", era)
+    .fact("read_before", before)
+    .fact("read_after", after)
+    .proven_by(line.clone());
+    (line, Some(finding))
 }
 
 /// Calls answered in the server's own words and nothing that shows a run: neither a pass

@@ -138,32 +138,14 @@ fn evidence(seen: &ChatSeen, model: &str, nonce: Option<&str>) -> Vec<String> {
 
 /// Pure: the record proves the provider ran the call and the model got its result.
 pub fn judge_tool_call(provider: &str, seen: &ChatSeen, asked: &Asked) -> Vec<Finding> {
-    let f = &asked.function;
     let fail = |step: &str, template: &'static str| {
         Finding::new(FindingKind::ToolCallFailed, template)
             .fact("provider", provider)
             .fact("step", step)
-            .fact("function", f)
+            .fact("function", &asked.function)
     };
-    if let Some(offered) = &seen.offered {
-        let tools = offered.tools.as_deref().unwrap_or_default();
-        if offered.status != 200 || !tools.contains(&asked.tool) {
-            let failed = if offered.status == 200 {
-                fail(
-                    "offered",
-                    "Open WebUI did not offer `{function}` to the model: for {user}, its tools are [{tools}]",
-                )
-                .fact("tools", tools.join(", "))
-            } else {
-                fail(
-                    "offered",
-                    "Open WebUI did not offer `{function}` to the model: for {user}, /specs answered {status}: {detail}",
-                )
-                .fact("status", offered.status)
-                .fact("detail", &offered.detail)
-            };
-            return vec![failed.fact("user", &seen.user)];
-        }
+    if let Some(failed) = not_offered(seen, asked, &fail) {
+        return vec![failed];
     }
     let Some(reply) = &seen.reply else {
         let failed = match &seen.error {
@@ -175,37 +157,9 @@ pub fn judge_tool_call(provider: &str, seen: &ChatSeen, asked: &Asked) -> Vec<Fi
         };
         return vec![failed.fact("waited_ms", seen.waited_ms)];
     };
-    let calls: Vec<&CallSeen> = seen.calls.iter().filter(|c| c.name == *f).collect();
-    if calls.is_empty() {
-        let others: Vec<&str> = seen.calls.iter().map(|c| c.name.as_str()).collect();
-        let failed = if others.is_empty() {
-            fail(
-                "call",
-                "the model never called `{function}`: Open WebUI recorded no tool call, so nothing ran at the provider (the model answered {reply})",
-            )
-        } else {
-            fail(
-                "call",
-                "the model never called `{function}`: Open WebUI recorded calls of [{calls}] only, so nothing ran at the provider (the model answered {reply})",
-            )
-            .fact("calls", others.join(", "))
-        };
-        return vec![failed.fact("reply", format!("{reply:?}"))];
-    }
-    let call = match &asked.nonce {
-        Some(n) => match calls.iter().find(|c| c.arguments.contains(n.as_str())) {
-            Some(c) => *c,
-            None => {
-                return vec![
-                    fail(
-                        "arguments",
-                        "the model called `{function}` with other arguments than asked ({arguments}): the nonce is not in them",
-                    )
-                    .fact("arguments", &calls[0].arguments),
-                ];
-            }
-        },
-        None => calls[0],
+    let call = match the_call(seen, asked, reply, &fail) {
+        Ok(call) => call,
+        Err(failed) => return vec![failed],
     };
     let Some(result) = &call.result else {
         return vec![fail("result", "Open WebUI recorded no result of its call of `{function}`")];
@@ -241,4 +195,61 @@ pub fn judge_tool_call(provider: &str, seen: &ChatSeen, asked: &Asked) -> Vec<Fi
         ];
     }
     vec![]
+}
+
+/// A step's finding: `step` and the template, with the provider and function as facts.
+type Fail<'a> = dyn Fn(&str, &'static str) -> Finding + 'a;
+
+/// Open WebUI did not offer the function to the model (its `/specs` for the user).
+fn not_offered(seen: &ChatSeen, asked: &Asked, fail: &Fail) -> Option<Finding> {
+    let offered = seen.offered.as_ref()?;
+    let tools = offered.tools.as_deref().unwrap_or_default();
+    if offered.status == 200 && tools.contains(&asked.tool) {
+        return None;
+    }
+    let failed = if offered.status == 200 {
+        fail("offered", "Open WebUI did not offer `{function}` to the model: for {user}, its tools are [{tools}]")
+            .fact("tools", tools.join(", "))
+    } else {
+        fail(
+            "offered",
+            "Open WebUI did not offer `{function}` to the model: for {user}, /specs answered {status}: {detail}",
+        )
+        .fact("status", offered.status)
+        .fact("detail", &offered.detail)
+    };
+    Some(failed.fact("user", &seen.user))
+}
+
+/// The recorded call of the function this chat asked for: the one carrying the nonce when
+/// there is one.
+fn the_call<'s>(seen: &'s ChatSeen, asked: &Asked, reply: &str, fail: &Fail) -> Result<&'s CallSeen, Finding> {
+    let f = &asked.function;
+    let calls: Vec<&CallSeen> = seen.calls.iter().filter(|c| c.name == *f).collect();
+    if calls.is_empty() {
+        let others: Vec<&str> = seen.calls.iter().map(|c| c.name.as_str()).collect();
+        let failed = if others.is_empty() {
+            fail(
+                "call",
+                "the model never called `{function}`: Open WebUI recorded no tool call, so nothing ran at the provider (the model answered {reply})",
+            )
+        } else {
+            fail(
+                "call",
+                "the model never called `{function}`: Open WebUI recorded calls of [{calls}] only, so nothing ran at the provider (the model answered {reply})",
+            )
+            .fact("calls", others.join(", "))
+        };
+        return Err(failed.fact("reply", format!("{reply:?}")));
+    }
+    match &asked.nonce {
+        Some(n) => calls.iter().find(|c| c.arguments.contains(n.as_str())).copied().ok_or_else(|| {
+            fail(
+                "arguments",
+                "the model called `{function}` with other arguments than asked ({arguments}): the nonce is not in them",
+            )
+            .fact("arguments", &calls[0].arguments)
+        }),
+        None => Ok(calls[0]),
+    }
 }
