@@ -414,7 +414,7 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
         }
         if let Some((before, after)) = &s.reads {
             let (line, change) = read_change(s, &at, era, before, after);
-            reads_seen |= before.served() && !after.not_ready();
+            reads_seen |= !before.not_ready() && !after.not_ready() && !server_error(before);
             evidence.push(line);
             findings.extend(change);
         }
@@ -426,9 +426,9 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
 }
 
 /// The read before and after the calls of session `s`: its evidence line, and the finding
-/// when a refused call changed what it answers. Against an error before the calls (a
-/// timeout on a busy host) a change shows nothing: the side effect is judged from a result
-/// only.
+/// when a refused call changed what it answers. The probe asked each again while it
+/// looked passing (no result before the calls, a different answer after them), so a
+/// timeout of a busy host is gone and what differs here lasted.
 fn read_change(
     s: &SessionCalls,
     at: &str,
@@ -436,14 +436,14 @@ fn read_change(
     before: &CallAnswer,
     after: &CallAnswer,
 ) -> (String, Option<Finding>) {
-    let line = if before.served() {
-        format!("{at}: the read before the calls: {before}; after: {after}")
-    } else {
-        format!(
-            "{at}: the read before the calls served no result ({before}), so what the calls changed is not judged; after: {after}"
-        )
-    };
-    if !before.served() || after.not_ready() || before == after {
+    if server_error(before) {
+        let line = format!(
+            "{at}: the read before the calls failed on the server's side ({before}), asked three times, so what the calls changed is not judged; after: {after}"
+        );
+        return (line, None);
+    }
+    let line = format!("{at}: the read before the calls: {before}; after: {after}");
+    if before.not_ready() || after.not_ready() || before == after {
         return (line, None);
     }
     let finding = Finding::new(
@@ -457,6 +457,12 @@ fn read_change(
     .fact("read_after", after)
     .proven_by(line.clone());
     (line, Some(finding))
+}
+
+/// A JSON-RPC server error (-32000 to -32099: the server's own failure, a timeout of its
+/// upstream on a busy host) is no answer of the read to compare a later one with.
+fn server_error(answer: &CallAnswer) -> bool {
+    matches!(answer, CallAnswer::RpcError { code: -32099..=-32000, .. })
 }
 
 /// Calls answered in the server's own words and nothing that shows a run: neither a pass

@@ -91,10 +91,12 @@ pub struct Timed {
     pub millis: u64,
     /// Bytes of the reply, when it carried a result.
     pub bytes: Option<usize>,
-    /// The same call was served once before, later than `timeout_seconds` allows, after
-    /// this many ms, and asked again.
+    /// This answer was served later than `timeout_seconds` allows, so the same call was
+    /// asked again and served in this many ms: the time judged (a busy host is late now
+    /// and then, a server that does not cut its calls every time). The answer judged for
+    /// everything else is this one, the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub late_before: Option<u64>,
+    pub again_millis: Option<u64>,
 }
 
 /// Everything seen at one replica.
@@ -162,11 +164,11 @@ impl LimitsPlan {
         seen.era = Ok(era_words(&session.era));
         seen.pages = Some(main.list_pages(&session).await.map_err(|e| (&e).into()));
         seen.read = match &self.read {
-            Some(_) => Some(self.unless_busy(|| self.timed_read(&main, &session)).await),
+            Some(_) => Some(self.timed_unless_busy(|| self.timed_read(&main, &session)).await),
             None => None,
         };
         if let Some(call) = &self.probes.large {
-            seen.large = Some(self.unless_busy(|| self.timed_call(&main, &session, call)).await);
+            seen.large = Some(self.timed_unless_busy(|| self.timed_call(&main, &session, call)).await);
         }
         // With concurrent_requests the burst is of the slow call, and its quickest call
         // judges the timeout: no call of its own.
@@ -190,7 +192,7 @@ impl LimitsPlan {
                 }
                 Err(e) => (CallAnswer::Failed((&e).into()), 0),
             };
-            let oversized = Timed { answer, millis: took, bytes: None, late_before: None };
+            let oversized = Timed { answer, millis: took, bytes: None, again_millis: None };
             seen.oversize = Some((over, oversized, self.next_served(&main, &session).await));
         }
         // The burst holds every slot of the provider for as long as its calls take (the
@@ -232,16 +234,16 @@ impl LimitsPlan {
                 answer: CallAnswer::of(Ok(result)),
                 millis: millis(started),
                 bytes: Some(bytes),
-                late_before: None,
+                again_millis: None,
             },
-            Err(e) => Timed { answer: CallAnswer::of(Err(e)), millis: millis(started), bytes: None, late_before: None },
+            Err(e) => {
+                Timed { answer: CallAnswer::of(Err(e)), millis: millis(started), bytes: None, again_millis: None }
+            }
         }
     }
 
     /// `call`, asked again while the provider says it is busy (other checks may hold its
-    /// concurrency slots), and once more when it was served later than `timeout_seconds`
-    /// allows: a server that does not cut its calls is late every time, a busy host (its
-    /// own queue, cordon's) now and then. The late answer's time stays in the evidence.
+    /// concurrency slots).
     async fn unless_busy<F: std::future::Future<Output = Timed>>(&self, call: impl Fn() -> F) -> Timed {
         let mut answer = call().await;
         for _ in 0..BUSY_RETRIES {
@@ -251,15 +253,25 @@ impl LimitsPlan {
             tokio::time::sleep(Duration::from_millis(300)).await;
             answer = call().await;
         }
-        if late(&self.limits, &answer) {
-            let first = answer.millis;
-            answer = call().await;
-            answer.late_before = Some(first);
+        answer
+    }
+
+    /// [`Self::unless_busy`], and a call served later than `timeout_seconds` allows asked
+    /// once more: when that one is served too, its time is the one judged (see
+    /// [`Timed::again_millis`]); the first answer stays the one judged for its content.
+    async fn timed_unless_busy<F: std::future::Future<Output = Timed>>(&self, call: impl Fn() -> F) -> Timed {
+        let mut answer = self.unless_busy(&call).await;
+        if answer.answer.served() && late(&self.limits, answer.millis) {
+            let again = self.unless_busy(&call).await;
+            if again.answer.served() {
+                answer.again_millis = Some(again.millis);
+            }
         }
         answer
     }
 
-    /// The next valid request (see [`Self::unless_busy`]): is it still serving?
+    /// The next valid request, asked again while the provider says it is busy: is it
+    /// still serving?
     async fn next_served(&self, client: &McpClient, session: &Session) -> Timed {
         self.unless_busy(|| self.next(client, session)).await
     }
@@ -276,22 +288,27 @@ impl LimitsPlan {
                 .await
                 .map(|t| serde_json::json!({ "tools": t.iter().map(|t| &t.name).collect::<Vec<_>>() })),
         );
-        Timed { answer, millis: millis(started), bytes: None, late_before: None }
+        Timed { answer, millis: millis(started), bytes: None, again_millis: None }
     }
 }
 
 impl Timed {
-    /// What the evidence says of an earlier, late answer to the same call.
+    /// The time judged against `timeout_seconds` (see [`Timed::again_millis`]).
+    fn judged_millis(&self) -> u64 {
+        self.again_millis.unwrap_or(self.millis)
+    }
+
+    /// What the evidence says when the call was asked again for its time.
     fn asked_again(&self) -> String {
-        self.late_before
-            .map(|ms| format!(" (asked again: the first answer was served after {ms} ms)"))
+        self.again_millis
+            .map(|ms| format!(" (later than timeout_seconds allows; the same call asked again was served in {ms} ms)"))
             .unwrap_or_default()
     }
 }
 
-/// Answered later than `timeout_seconds` (and the way there and back) allows.
-fn late(limits: &ProviderLimits, t: &Timed) -> bool {
-    limits.timeout_seconds.is_some_and(|secs| Duration::from_millis(t.millis) > Duration::from_secs(secs) + GRACE)
+/// Later than `timeout_seconds` (and the way there and back) allows.
+fn late(limits: &ProviderLimits, millis: u64) -> bool {
+    limits.timeout_seconds.is_some_and(|secs| Duration::from_millis(millis) > Duration::from_secs(secs) + GRACE)
 }
 
 fn millis(since: Instant) -> u64 {
@@ -384,9 +401,9 @@ impl Verdicts {
         t: &Timed,
     ) {
         if let Some(secs) = limits.timeout_seconds
-            && late(limits, t)
+            && late(limits, t.judged_millis())
         {
-            let took = t.millis as f64 / 1000.0;
+            let took = t.judged_millis() as f64 / 1000.0;
             self.broken(replica, "timeout_seconds", " took {seconds}s, longer than timeout_seconds {max}", |f| {
                 what_facts(f.prefixed(what)).fact("seconds", format!("{took:.1}")).fact("max", secs)
             });
@@ -689,7 +706,7 @@ fn judge_result(v: &mut Verdicts, r: &str, limits: &ProviderLimits, what: &'stat
 
 fn judge_oversize(v: &mut Verdicts, r: &str, limits: &ProviderLimits, size: usize, over: &Timed, after: &Timed) {
     v.evidence.push(format!("{r}: tools/list of {size} bytes (request_bytes + 1) → {}", over.answer));
-    v.evidence.push(format!("{r}: the next request → {}{}", after.answer, after.asked_again()));
+    v.evidence.push(format!("{r}: the next request → {}", after.answer));
     v.timing(r, limits, "the oversized request", |f| f, over);
     if over.answer.busy() || after.answer.busy() {
         v.not_ready
@@ -740,11 +757,10 @@ fn judge_burst(v: &mut Verdicts, r: &str, limits: &ProviderLimits, burst: &[Time
         burst.iter().filter(|t| !t.answer.served() && !turned_away(&t.answer)).map(|t| t.answer.to_string()).collect();
     let max = limits.concurrent_requests.unwrap_or(0);
     v.evidence.push(format!(
-        "{r}: {} parallel requests (concurrent_requests + 1): {served} served, {refused} refused, {} without an answer; the next → {}{}",
+        "{r}: {} parallel requests (concurrent_requests + 1): {served} served, {refused} refused, {} without an answer; the next → {}",
         burst.len(),
         dropped.len(),
-        after.answer,
-        after.asked_again()
+        after.answer
     ));
     // The slow call's own answer judges the timeout; its copies in the burst would only
     // say it again.

@@ -109,19 +109,27 @@ fn a_refusal_that_changed_the_read_fails() {
     assert!(r.contains("a call that was refused changed the provider"), "{r}");
 }
 
-/// A read that served no result before the calls (a timeout on a busy host) is no
-/// baseline: a result after it is not a change the calls made. A result that turns into
-/// an error after them is (the data it read is gone).
+/// The probe asks the read again until it serves a result before the calls and while it
+/// differs after them, so what reaches the judge lasted: an error that turned into a
+/// result (a denied call created what the read reads) fails as a result that turned into
+/// an error (it deleted it) does.
 #[test]
-fn a_change_is_judged_from_a_result_before_the_calls() {
+fn a_lasting_change_either_way_fails() {
     let five = result(false, "5", true);
-    let timeout = rpc(-32001, "request_timeout");
+    let missing = rpc(-32602, "no such item");
     let calls = vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("delete_everything", sdk_unknown("delete_everything"))];
-    let a = judge(&denied(), &[session(calls.clone(), Some((timeout.clone(), five.clone())))], vec![]);
+    for (before, after) in [(missing.clone(), five.clone()), (five.clone(), missing)] {
+        let r = reason(&judge(&denied(), &[session(calls.clone(), Some((before, after)))], vec![]));
+        assert!(r.contains("a call that was refused changed the provider"), "{r}");
+    }
+    // A server error before the calls, through every ask (an upstream timing out on a busy
+    // host), is no baseline: not a change, and said.
+    let a = judge(&denied(), &[session(calls, Some((rpc(-32001, "request_timeout"), five)))], vec![]);
     assert!(a.is_pass(), "{a:?}");
-    assert!(a.evidence().iter().any(|l| l.contains("served no result") && l.contains("not judged")), "{a:?}");
-    let r = reason(&judge(&denied(), &[session(calls, Some((five, rpc(-32602, "no such item"))))], vec![]));
-    assert!(r.contains("a call that was refused changed the provider"), "{r}");
+    assert!(
+        a.evidence().iter().any(|l| l.contains("failed on the server's side") && l.contains("not judged")),
+        "{a:?}"
+    );
 }
 
 #[test]
