@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 
-use crate::config::{Provider, Scenario, Suite};
+use crate::config::{Family, Provider, Scenario, Suite};
 use crate::deployment::Deployment;
 use crate::model::{Attempt, CheckName, Outcome};
 use crate::netns::NsPool;
@@ -107,4 +107,14 @@ impl Probe for Skipped {
     fn run<'a>(&'a self, _ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
         Box::pin(async move { Attempt::Skip { reason: self.reason.clone() } })
     }
+}
+
+/// One family, registered once in `checks::FAMILIES`: how it plans its checks from the scenario
+/// and what each of them proves (`cordon explain`).
+pub struct Spec {
+    pub family: Family,
+    pub plan: fn(&Scenario, &Suite) -> Vec<Arc<dyn Check>>,
+    /// (what it proves, where it looks from) for one of the family's checks; `None` for a
+    /// check it does not plan.
+    pub explain: fn(&CheckName) -> Option<(&'static str, &'static str)>,
 }

@@ -303,7 +303,16 @@ pub fn main() -> Ending {
             crate::demo::run(crate::demo::DemoArgs { keep, verbose, swarm, variant, extra })
         }
         Command::Explain { check, results } => crate::explain::run(&check, &results),
-        Command::Compare { before, after } => crate::compare::offline(&before, &after),
+        Command::Compare { before, after } => match crate::compare::offline(&before, &after) {
+            Ok(since) => {
+                print!("{}", crate::report::since::console(&since));
+                if since.new_failures.is_empty() { Ending::Passed } else { Ending::ChecksFailed }
+            }
+            Err(e) => {
+                eprintln!("error: {}", crate::text::sanitize(&e));
+                Ending::Usage
+            }
+        },
         Command::Import(platform) => crate::import::run(platform),
         Command::Swarm { .. } | Command::Agent | Command::Completions { .. } => unreachable!("mapped above"),
         Command::Probe(args) => match probe_request(*args, filters, &redactor) {

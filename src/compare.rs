@@ -168,9 +168,9 @@ impl Since {
     }
 }
 
-/// `cordon compare BEFORE AFTER`: two saved runs, compared as `--compare` compares a run
-/// with the night before; printed as the console shows it.
-pub fn offline(before: &std::path::Path, after: &std::path::Path) -> crate::exit::Ending {
+/// `cordon compare BEFORE AFTER`: two saved runs (`report.json` files), compared as
+/// `--compare` compares a run with the night before; an error names the file.
+pub fn offline(before: &std::path::Path, after: &std::path::Path) -> Result<Since, String> {
     let read = |path: &std::path::Path| {
         if !path.is_file() {
             return Err(format!("{}: not a report.json file", path.display()));
@@ -179,21 +179,13 @@ pub fn offline(before: &std::path::Path, after: &std::path::Path) -> crate::exit
             e.runs.into_iter().next().map(|(_, r)| r).ok_or_else(|| format!("{}: no run in it", path.display()))
         })
     };
-    let (earlier, later) = match (read(before), read(after)) {
-        (Ok(b), Ok(a)) => (b, a),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {}", crate::text::sanitize(&e));
-            return crate::exit::Ending::Usage;
-        }
-    };
+    let (earlier, later) = (read(before)?, read(after)?);
     let earlier = Earlier {
         compared_with: before.display().to_string(),
         runs: vec![(before.to_path_buf(), earlier)],
         notes: vec![],
     };
-    let s = since(&earlier, &later);
-    print!("{}", crate::report::since::console(&s));
-    if s.new_failures.is_empty() { crate::exit::Ending::Passed } else { crate::exit::Ending::ChecksFailed }
+    Ok(since(&earlier, &later))
 }
 
 /// Compares `current` with `earlier` (oldest first; the last is the previous run).

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use super::kit::sessions::{SessionPlan, SessionRun, SessionsPlan, judge_runs, run_session};
 use super::kit::vantage::{contract_vantages, observe_everywhere};
+use crate::check::Spec;
 use crate::check::{Check, Probe, RunContext, named};
-use crate::checks::Spec;
 use crate::config::Suite;
 use crate::config::{Family, Provider, Scenario};
 use crate::mcp::{Era, EraChoice, Tool, schema_hash};

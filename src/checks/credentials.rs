@@ -19,8 +19,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use super::kit::refusal::{self, Presented, RefusalRule};
+use crate::check::Spec;
 use crate::check::{Check, Probe, RunContext, named};
-use crate::checks::Spec;
 use crate::config::Suite;
 use crate::config::{Family, Provider, Scenario};
 use crate::model::{Attempt, CheckName, Finding, FindingKind};

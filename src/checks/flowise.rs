@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 pub use judge::Desired;
 
+use crate::check::Spec;
 use crate::check::{Check, Skipped, named};
-use crate::checks::Spec;
 use crate::config::Suite;
 use crate::config::{Family, Scenario};
 use crate::mcp::Transport;

@@ -20,19 +20,9 @@ mod swarm_tests;
 
 use std::sync::Arc;
 
-use crate::check::{Check, Skipped, named};
+use crate::check::{Check, Skipped, Spec, named};
 use crate::config::{Family, Mode, Scenario, Suite};
 use crate::model::CheckName;
-
-/// One family, registered once in [`FAMILIES`]: how it plans its checks from the scenario
-/// and what each of them proves (`cordon explain`).
-pub struct Spec {
-    pub family: Family,
-    pub plan: fn(&Scenario, &Suite) -> Vec<Arc<dyn Check>>,
-    /// (what it proves, where it looks from) for one of the family's checks; `None` for a
-    /// check it does not plan.
-    pub explain: fn(&CheckName) -> Option<(&'static str, &'static str)>,
-}
 
 /// Every family, in [`Family::ALL`]'s order.
 pub const FAMILIES: [Spec; 11] = [

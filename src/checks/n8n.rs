@@ -19,8 +19,8 @@ use std::sync::Arc;
 
 pub use judge::{ManagedSet, WantedClient};
 
+use crate::check::Spec;
 use crate::check::{Check, Skipped, named};
-use crate::checks::Spec;
 use crate::config::Suite;
 use crate::config::{Family, Scenario};
 use crate::model::CheckName;

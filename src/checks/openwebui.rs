@@ -27,8 +27,8 @@ use url::Url;
 
 pub use judge::Desired;
 
+use crate::check::Spec;
 use crate::check::{Check, Skipped, named};
-use crate::checks::Spec;
 use crate::config::{Family, OpenWebui, Scenario, Suite};
 use crate::mcp::Limits;
 use crate::model::CheckName;

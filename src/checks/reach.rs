@@ -23,8 +23,8 @@ use super::kit::door::{
     AskWho, Crossing, KnockPlan, judge_led, listeners_after_silence, references, surface, vip_doors,
 };
 use super::kit::vantage::client_target;
+use crate::check::Spec;
 use crate::check::{Check, Probe, RunContext, named};
-use crate::checks::Spec;
 use crate::config::Suite;
 use crate::config::{Family, Mode, Provider, Scenario};
 use crate::model::{Attempt, CheckName, Finding, Outcome, Relation};

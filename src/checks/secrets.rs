@@ -24,8 +24,8 @@ use std::sync::Arc;
 use futures_util::future::{BoxFuture, join_all};
 
 use super::kit::sessions::{SessionPlan, SessionsPlan};
+use crate::check::Spec;
 use crate::check::{Check, Probe, RunContext, named};
-use crate::checks::Spec;
 use crate::config::Suite;
 use crate::config::{Family, Scenario};
 use crate::engine::Engine;

@@ -15,8 +15,8 @@ use super::kit::name_tries::{NameTry, ThroughTheName, judge_name_tries, through_
 use super::kit::sessions::{SessionPlan, SessionRun, judge_runs, run_session};
 use super::kit::vantage::{client_target, replicas_from};
 use super::kit::wire;
+use crate::check::Spec;
 use crate::check::{Check, Probe, RunContext, named};
-use crate::checks::Spec;
 use crate::config::Suite;
 use crate::config::{Family, Mode, ReadSpec, Scenario};
 use crate::mcp::{Endpoint, EraChoice, Limits};

@@ -12,8 +12,8 @@ use std::rc::Rc;
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+use crate::check::Spec;
 use crate::check::{Check, Probe, RunContext, named};
-use crate::checks::Spec;
 use crate::config::Suite;
 use crate::config::{Family, Mode, Scenario};
 use crate::engine::{HardeningFacts, NetworkFacts, Target};

@@ -155,14 +155,16 @@ mod loading {
 
     #[test]
     fn two_saved_runs_compare_offline() {
-        use crate::exit::Ending;
         let dir = tempfile::tempdir().unwrap();
         let good = write(dir.path(), "a/report.json", &run(1, &[("route::a->b", Passed)]));
         let bad = write(dir.path(), "b/report.json", &run(2, &[("route::a->b", Failed)]));
-        assert_eq!(super::super::offline(&good, &bad), Ending::ChecksFailed, "a new failure");
-        assert_eq!(super::super::offline(&bad, &good), Ending::Passed, "a fix");
-        assert_eq!(super::super::offline(&good, &dir.path().join("c/report.json")), Ending::Usage);
-        assert_eq!(super::super::offline(dir.path(), &good), Ending::Usage, "a directory is not a report");
+        let worse = super::super::offline(&good, &bad).unwrap();
+        assert_eq!(worse.new_failures.len(), 1, "a new failure");
+        assert!(super::super::offline(&bad, &good).unwrap().new_failures.is_empty(), "a fix");
+        let missing = super::super::offline(&good, &dir.path().join("c/report.json")).unwrap_err();
+        assert!(missing.contains("c/report.json") && missing.contains("not a report.json file"), "{missing}");
+        let directory = super::super::offline(dir.path(), &good).unwrap_err();
+        assert!(directory.contains("not a report.json file"), "a directory is not a report: {directory}");
     }
 
     #[test]
