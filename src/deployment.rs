@@ -223,7 +223,19 @@ impl Deployment {
     /// on this node, or shipped to a carrier on the target's node.
     pub async fn observe<P: Plan>(&self, target: &Target, label: &str, plan: P) -> Result<P::Observation, Attempt> {
         match self.carrier(target) {
-            Carrier::Here => self.run_in(target, label, move |view| plan.observe(view)).await,
+            Carrier::Here => {
+                let seen = self.run_in(target, label, move |view| plan.observe(view)).await?;
+                // What was seen from a namespace that went away during the plan (the
+                // container restarted) is partly the dying namespace's: asked again.
+                if !Self::still_there(target) {
+                    self.refresh().await;
+                    return Err(Attempt::not_ready(
+                        format!("{} restarted while cordon observed from it", target.name),
+                        vec![],
+                    ));
+                }
+                Ok(seen)
+            }
             Carrier::There { engine, node } => {
                 let kind = P::KIND;
                 let plan = plan::encode_value(&plan).map_err(|e| Attempt::not_ready(e, vec![]))?;
@@ -286,6 +298,16 @@ impl Deployment {
         Some(format!("{}: the name's answer is not judged until the provider runs", why.join(", ")))
     }
 
+    /// The container's process still runs in the network namespace cordon found it in (a
+    /// restart gives it a new one; a reused pid would answer for a stranger).
+    fn still_there(target: &Target) -> bool {
+        let same = target.netns_inode.is_none_or(|ino| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(format!("/proc/{}/ns/net", target.pid)).map(|m| m.ino()).ok() == Some(ino)
+        });
+        same && std::path::Path::new(&format!("/proc/{}", target.pid)).exists()
+    }
+
     /// Reads `/proc/<pid>/...` of a container, making sure the pid still names it after
     /// the read (a reused pid would answer for a stranger).
     pub async fn read_proc<T>(
@@ -294,12 +316,7 @@ impl Deployment {
         read: impl FnOnce(u32) -> Result<T, String>,
     ) -> Result<T, Attempt> {
         let out = read(target.pid);
-        let same = target.netns_inode.is_none_or(|ino| {
-            use std::os::unix::fs::MetadataExt;
-            std::fs::metadata(format!("/proc/{}/ns/net", target.pid)).map(|m| m.ino()).ok() == Some(ino)
-        });
-        let alive = std::path::Path::new(&format!("/proc/{}", target.pid)).exists();
-        match (out, same && alive) {
+        match (out, Self::still_there(target)) {
             (Ok(v), true) => Ok(v),
             (_, false) => {
                 self.refresh().await;
