@@ -16,6 +16,9 @@ compose() { docker-compose -p "$project" -f docker/reference/compose.yaml "$@"; 
 trap 'compose down -v -t 1 >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 tmp=$(mktemp -d)
 bash docker/build-images.sh >/dev/null 2>&1
+# The scenario pins gitea's adapter image to the one just built (as the demo does).
+CORDON_FIXTURE_DIGEST="$(docker image inspect --format '{{.Id}}' "$CORDON_FIXTURE_IMAGE")"
+export CORDON_FIXTURE_DIGEST
 cordon="$(bash benches/cordon-bin.sh)"
 compose up -d --no-build >/dev/null 2>&1
 sed 's/^concurrency: .*/concurrency: 1/' suites/compose.yaml > "$tmp/serial.yaml"
@@ -23,11 +26,11 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 time_runs() { # suite
   for _ in $(seq 1 "$runs"); do
     start=$(date +%s%N)
-    "$cordon" compose --project "$project" --suite "$1" --results "$tmp/results" >/dev/null 2>&1 || { echo "suite failed" >&2; exit 1; }
+    "$cordon" compose --project "$project" --scenario scenarios/reference.yaml --suite "$1" --results "$tmp/results" >/dev/null 2>&1 || { echo "suite failed" >&2; exit 1; }
     python3 -c "print(($(date +%s%N) - $start) / 1e9)"
   done | median
 }
-"$cordon" compose --project "$project" --results "$tmp/results" >/dev/null 2>&1 || true # warm-up
+"$cordon" compose --project "$project" --scenario scenarios/reference.yaml --results "$tmp/results" >/dev/null 2>&1 || true # warm-up
 parallel=$(time_runs suites/compose.yaml)
 serial=$(time_runs "$tmp/serial.yaml")
 checks=$(python3 -c "import json;print(len(json.load(open('$tmp/results/report.json'))['report']['results']))")

@@ -2,6 +2,7 @@
 # Build the fixture images of cordon's reference stack, with no registry and no pulls:
 #   cordon-fixture:dev  FROM scratch + the static `cordon-fixture` binary (fixtures/ crate)
 #   cordon-busybox:dev  FROM scratch + Debian's busybox-static, applets installed in /bin
+#   cordon-fixture-rebuilt:dev  the fixture with one label more (another id, the same code)
 # Idempotent; prints every step; stops at the first failure.
 #
 # Usage: build-images.sh [--print-binary]
@@ -83,6 +84,12 @@ build() { # tag dockerfile-dir file...
 }
 
 build "$fixture_tag" fixture "$bin"
+# The same adapter rebuilt with one label more: another image id, the same binary. The
+# variants sidecar-image-drift run it where the scenario pins the fixture's own id.
+rebuilt_tag="${fixture_tag%:*}-rebuilt:${fixture_tag##*:}"
+say "building image $rebuilt_tag (the fixture, one label more: another id, the same code)"
+printf 'FROM %s\nLABEL org.cordon.fixture.rebuilt=1\n' "$fixture_tag" \
+    | DOCKER_BUILDKIT=0 run docker build --pull=false -q -t "$rebuilt_tag" - >/dev/null
 mkdir -p "$ctx/stage" && cp "$busybox" "$ctx/stage/busybox" && chmod 0755 "$ctx/stage/busybox"
 build "$busybox_tag" busybox "$ctx/stage/busybox"
 

@@ -406,6 +406,7 @@ fn probe_request(args: ProbeArgs, filters: Vec<String>, redactor: &Redactor) -> 
         app_ports: vec![],
         service: "probe".into(),
         sidecar_networks: None,
+        sidecar_image: None,
         app: None,
         networks: vec![],
         boundary: Default::default(),

@@ -45,6 +45,19 @@ pub struct DemoArgs {
     pub extra: Vec<String>,
 }
 
+/// Exports the id of the fixture image just built as the pin of gitea's adapter image
+/// (the scenario reads it from [`reference::FIXTURE_DIGEST_VAR`]); the line that says so.
+pub(crate) fn pin_fixture_image(env: &mut Vec<(String, String)>) -> Result<String, String> {
+    let tag = env.iter().find(|(k, _)| k == "CORDON_FIXTURE_IMAGE").map(|(_, v)| v.clone()).unwrap_or_default();
+    let id = reference::image_id(&tag)?;
+    let line = format!(
+        "{} = {id}: the adapter image this deploy built is the one gitea's sidecar must run (sidecar::gitea::image)",
+        reference::FIXTURE_DIGEST_VAR
+    );
+    env.push((reference::FIXTURE_DIGEST_VAR.into(), id));
+    Ok(line)
+}
+
 /// The compose files and scenario of the stack the demo deploys.
 struct StackFiles {
     compose: Vec<String>,
@@ -74,7 +87,7 @@ fn stack_files(variant: Option<&str>) -> Result<StackFiles, String> {
 }
 
 mod child;
-mod reference;
+pub mod reference;
 pub mod swarm;
 
 /// Where stage output goes: the terminal (verbose) or the demo log.
@@ -189,6 +202,13 @@ pub fn run(args: DemoArgs) -> Ending {
 
     if !stages.run(Command::new("bash").arg("docker/build-images.sh"), "images ready", "building the images failed") {
         return Ending::Infrastructure;
+    }
+    match pin_fixture_image(&mut env) {
+        Ok(line) => step(&line),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ending::Infrastructure;
+        }
     }
     let started = Instant::now();
     if !stages.run(

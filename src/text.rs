@@ -113,6 +113,34 @@ pub fn sha256_of(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
 }
 
+/// The hex digits of a `sha256:<hex>` pin, or why it is not one. A pin shorter than 64
+/// digits (at least 12, as the requirement's own example writes them) is a prefix of the
+/// digest, compared as such.
+pub fn sha256_hex(text: &str) -> Result<String, String> {
+    let not_a_digest = || {
+        format!(
+            "`{}` is not a digest: expected `sha256:` and 64 hex digits (or at least 12, a prefix)",
+            crate::config::strict::echo(text)
+        )
+    };
+    let hex = text.strip_prefix("sha256:").ok_or_else(not_a_digest)?;
+    if !(MIN_PIN_DIGITS..=64).contains(&hex.len()) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(not_a_digest());
+    }
+    if hex.bytes().all(|b| b == b'0') {
+        return Err("a placeholder digest (all zeros), not a pin: expected the sha256 of what is pinned".into());
+    }
+    Ok(hex.to_ascii_lowercase())
+}
+
+/// The shortest prefix of a digest accepted as a pin (what `docker` shows of an id).
+pub const MIN_PIN_DIGITS: usize = 12;
+
+/// Whether the full hex `actual` is what `pinned` (full or a prefix) names.
+pub fn pin_matches(pinned: &str, actual: &str) -> bool {
+    actual.starts_with(pinned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

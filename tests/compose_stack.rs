@@ -209,7 +209,9 @@ fn the_reference_stack_passes_every_check_twenty_times_in_a_row() {
         families.into_iter().collect::<Vec<_>>(),
         ["contract", "credentials", "disabled", "reach", "route", "secrets", "session", "sidecar"]
     );
-    assert_eq!(first.len(), 68, "{first:#?}");
+    assert_eq!(first.len(), 69, "{first:#?}");
+    // The adapter image the deploy built is the one the sidecar runs (the pin is not skipped).
+    assert!(first.iter().any(|(n, v, _)| n == "sidecar::gitea::image" && v == "passed"), "{first:#?}");
     assert_no_token_in(&stack, results.path(), &[&stdout, &stderr]);
 
     for run in 2..=20 {
@@ -417,6 +419,7 @@ fn a_missing_project_is_an_infrastructure_error_that_says_what_to_do() {
             repo().join("suites/compose.yaml").to_str().unwrap(),
         ])
         .envs(cordon::demo::TOKEN_VARS.map(|var| (var, support::stack::random_token())))
+        .env(support::stack::STAND_IN_DIGEST.0, support::stack::STAND_IN_DIGEST.1)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -202,6 +202,7 @@ fn an_engine_down_run_says_it_could_not_judge_never_broken() {
         .arg("--results")
         .arg(results.path())
         .env("DOCKER_HOST", format!("unix://{}/no-engine.sock", results.path().display()));
+    cmd.env(support::stack::STAND_IN_DIGEST.0, support::stack::STAND_IN_DIGEST.1);
     for var in ["GITEA_TOKEN", "LEGACY_TOKEN", "MODERN_TOKEN", "NATIVE_TOKEN", "WIKI_TOKEN"] {
         cmd.env(var, format!("{}-{}", var.to_lowercase(), support::stack::random_token()));
     }

@@ -344,7 +344,8 @@ fn open_webui_gets_a_group_per_provider_that_loads() {
 
 #[test]
 fn the_checked_in_reference_scenario_is_what_its_metadata_gives() {
-    let i = import(&reference_request()).unwrap();
+    let mut i = import(&reference_request()).unwrap();
+    cordon::import::args::apply(&mut i, &cordon::demo::reference::pins()).unwrap();
     let text = cordon::import::emit::scenario(&i);
     let checked_in = std::fs::read_to_string(repo().join("scenarios/reference.yaml")).unwrap();
     assert!(
@@ -382,6 +383,8 @@ const REFERENCE: &[&str] = &[
     "docker/reference/inventory.yml",
     "--project",
     "cordon-reference",
+    "--image-digest-env",
+    "gitea=CORDON_FIXTURE_DIGEST",
 ];
 
 #[test]

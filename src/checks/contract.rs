@@ -355,6 +355,7 @@ mod tests {
             app_ports: vec![],
             service: "p".into(),
             sidecar_networks: None,
+            sidecar_image: None,
             app: None,
             networks: vec![],
             boundary: Default::default(),

@@ -2,6 +2,7 @@
 //! provider's credential, so it sits on its declared networks only and runs locked down.
 
 pub mod egress;
+pub mod image;
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -417,6 +418,7 @@ pub const SPEC: Spec = Spec { family: Family::Sidecar, plan: planned, explain };
 
 fn planned(scenario: &Scenario, _: &Suite) -> Vec<Arc<dyn Check>> {
     let mut checks = plan(scenario);
+    checks.extend(image::plan(scenario));
     checks.extend(egress::plan(scenario));
     checks
 }
@@ -432,6 +434,10 @@ fn explain(name: &CheckName) -> Option<(&'static str, &'static str)> {
         Some("interfaces") => (
             "every replica of the adapter sidecar sits on its declared networks only (docker_gwbridge allowed once in swarm), and the kernel's and the engine's views agree",
             "each sidecar replica's own namespace and the engine",
+        ),
+        Some("image") => (
+            "every replica runs the image the platform pins by digest: the engine's image id or one of the image's repository digests is the pin (a tag alone proves nothing)",
+            "the engine's inspect of each replica and of the image it runs",
         ),
         Some("hardening") => (
             "every replica runs non-root, read-only, with all capabilities dropped, no-new-privileges, not privileged, no host namespaces, no engine socket, with memory/CPU/PID limits and no published ports",
@@ -462,6 +468,7 @@ mod tests {
             cpu: CpuLimit { nano_cpus: Some(500_000_000), cpu_quota: None, cpu_period: None },
             pids_limit: Some(64),
             published_ports: vec![],
+            image: Default::default(),
         }
     }
 

@@ -6,6 +6,7 @@ pub mod credential;
 pub mod duration;
 pub mod error;
 pub mod flowise;
+pub mod image_pin;
 mod keys;
 pub mod n8n;
 pub mod openwebui;

@@ -81,6 +81,10 @@ struct ProviderFile {
 struct SidecarFile {
     /// The networks it may sit on: its provider's network and the declared upstream one.
     networks: Vec<String>,
+    /// The image the platform pins for it (`name:version`), shown beside the digest.
+    image: Option<String>,
+    /// The digest it must run (see [`super::image_pin`]).
+    digest: Option<Spanned<super::image_pin::DigestRef>>,
 }
 
 /// The application behind an adapter sidecar: its containers count as the provider's
@@ -194,6 +198,8 @@ pub struct Provider {
     pub service: String,
     /// Set when the endpoint is an adapter sidecar: the networks it may be attached to.
     pub sidecar_networks: Option<Vec<String>>,
+    /// Set when the scenario pins the sidecar's image by digest.
+    pub sidecar_image: Option<super::image_pin::ImagePin>,
     pub app: Option<AppSpec>,
     pub networks: Vec<String>,
     pub boundary: Boundary,
@@ -389,6 +395,7 @@ impl Validator<'_> {
         let boundary = boundary::resolve_provider(self.file, &keys, &context)
             .map_err(|e| self.errors.extend(e))
             .unwrap_or_default();
+        let sidecar_image = p.sidecar.as_ref().and_then(|s| self.image_pin(&key, s));
         Some(Provider {
             id: id.clone(),
             url: url?,
@@ -412,6 +419,7 @@ impl Validator<'_> {
             app_ports: p.app_ports.iter().map(|p| p.0).collect(),
             service: p.service.clone().unwrap_or_else(|| id.clone()),
             sidecar_networks: p.sidecar.as_ref().map(|s| s.value.networks.clone()),
+            sidecar_image,
             app: p
                 .app
                 .as_ref()
@@ -604,6 +612,24 @@ impl Validator<'_> {
     }
 
     /// Every credential's value, each registered with the redactor before anything uses it.
+    /// The sidecar's pinned image; an image named without a digest pins nothing, and says so.
+    fn image_pin(&mut self, key: &str, sidecar: &Spanned<SidecarFile>) -> Option<super::image_pin::ImagePin> {
+        let s = &sidecar.value;
+        let Some(digest) = &s.digest else {
+            if let Some(image) = &s.image {
+                let message = format!(
+                    "image `{}` is named without a digest, which pins nothing (a tag can move to other content): add `digest: sha256:…`",
+                    super::strict::echo(image)
+                );
+                self.error(&sidecar.referenced, format!("{key}.sidecar.digest"), message);
+            }
+            return None;
+        };
+        super::image_pin::resolve(s.image.as_ref(), &digest.value, self.unresolved_ok)
+            .map_err(|message| self.error(&digest.referenced, format!("{key}.sidecar.digest"), message))
+            .ok()
+    }
+
     fn read_credentials(&mut self, raw: &ScenarioFile, redactor: &Redactor) -> BTreeMap<String, Secret> {
         let mut credentials = BTreeMap::new();
         for (id, reference) in &raw.credentials {

@@ -305,3 +305,45 @@ fn built_in_suites_parse() {
     // Which one is read (built in, or a file at that path) is replayed against the binary
     // in tests/bad-inputs/, where the working directory is the test's own.
 }
+
+/// GOOD_SCENARIO's beta behind a sidecar with `tail` under `sidecar:`.
+fn with_sidecar(tail: &str) -> String {
+    GOOD_SCENARIO.replacen(
+        "      allowlist: [echo]\n",
+        &format!("      allowlist: [echo]\n    sidecar:\n      networks: [net-beta]\n{tail}"),
+        1,
+    )
+}
+
+#[test]
+fn a_sidecar_pins_its_image_by_digest() {
+    let files = Files::new();
+    let digest = format!("sha256:{}", "ab12".repeat(16));
+    let text = with_sidecar(&format!("      image: adapter:1.2\n      digest: {digest}\n"));
+    let s = Scenario::load(&files.write("scenario.yaml", &text), &Redactor::new()).unwrap();
+    let pin = s.provider("beta").unwrap().sidecar_image.clone().unwrap();
+    assert_eq!((pin.shown(), pin.image.as_deref(), pin.source.as_str()), (digest, Some("adapter:1.2"), "the scenario"));
+    let bare = with_sidecar("");
+    let s = Scenario::load(&files.write("bare.yaml", &bare), &Redactor::new()).unwrap();
+    assert_eq!(s.provider("beta").unwrap().sidecar_image, None, "no digest, no image check");
+}
+
+#[rstest]
+#[case::image_without_digest("      image: adapter:1.2\n", "providers.beta.sidecar.digest: image `adapter:1.2` is named without a digest")]
+#[case::a_tag_is_no_digest("      digest: latest\n", "providers.beta.sidecar.digest: `latest` is not a digest")]
+#[case::placeholder(
+    "      digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\n",
+    "a placeholder digest (all zeros)"
+)]
+#[case::unset_variable(
+    "      digest: { env: CORDON_TEST_DIGEST_NEVER_SET }\n",
+    "environment variable `CORDON_TEST_DIGEST_NEVER_SET` is not set"
+)]
+#[case::unknown_reference(
+    "      digest: { file: pin.txt }\n",
+    "providers.beta.sidecar.digest: expected a digest (`sha256:` and hex digits) or `{ env: VAR }`, got a mapping of `file`"
+)]
+fn a_sidecar_pin_that_pins_nothing_is_refused(#[case] tail: &str, #[case] expected: &str) {
+    let errors = scenario_errors(&with_sidecar(tail));
+    assert!(errors.iter().any(|e| e.contains(expected)), "{errors:#?}");
+}

@@ -257,6 +257,13 @@ pub fn run(args: DemoArgs) -> Ending {
     if !stages.run(Command::new("bash").arg("docker/build-images.sh"), "images ready", "building the images failed") {
         return Ending::Infrastructure;
     }
+    match super::pin_fixture_image(&mut env) {
+        Ok(line) => step(&line),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ending::Infrastructure;
+        }
+    }
     let started = Instant::now();
     let host = match SwarmHost::prepare(&[&format!("{SUBNET}.0.0/16")]) {
         Ok(h) => h,

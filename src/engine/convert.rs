@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use bollard::models::{ContainerInspectResponse, NetworkInspect, PortBinding};
 
 use super::facts::{
-    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkEndpoint, NetworkFacts, PublishedPort, Subnet, Target,
+    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkEndpoint, NetworkFacts, PublishedPort, RunningImage, Subnet, Target,
     has_no_new_privileges,
 };
 use super::{COMPOSE_PROJECT_LABEL, COMPOSE_SERVICE_LABEL};
@@ -174,6 +174,12 @@ pub(super) fn hardening(c: &ContainerInspectResponse) -> HardeningFacts {
         },
         pids_limit: host.pids_limit.filter(|p| *p > 0),
         published_ports,
+        // Its repository digests are the image's, read by the caller.
+        image: RunningImage {
+            reference: c.config.as_ref().and_then(|cfg| cfg.image.clone()).unwrap_or_default(),
+            id: c.image.clone().unwrap_or_default(),
+            repo_digests: Vec::new(),
+        },
     }
 }
 

@@ -217,6 +217,32 @@ pub struct HardeningFacts {
     /// `None` when unlimited (0 or -1).
     pub pids_limit: Option<i64>,
     pub published_ports: Vec<PublishedPort>,
+    /// The image it runs.
+    pub image: RunningImage,
+}
+
+/// The image a container runs, as its engine knows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RunningImage {
+    /// `Config.Image`: the reference the container was created from (a tag can have moved
+    /// since).
+    pub reference: String,
+    /// `Image`: the id of the image it runs, `sha256:` and the digest of the image's
+    /// configuration (of its manifest, on an engine that stores images in containerd).
+    pub id: String,
+    /// The image's `RepoDigests` (`name@sha256:…`): the manifest digests registries serve
+    /// it under. Empty for an image built on this host and never pushed or pulled, or one
+    /// removed from the engine while the container runs.
+    pub repo_digests: Vec<String>,
+}
+
+impl RunningImage {
+    /// Every digest that names this image: its id, then its repository digests (hex).
+    pub fn digests(&self) -> Vec<String> {
+        let id = self.id.strip_prefix("sha256:").map(str::to_string);
+        let repo = self.repo_digests.iter().filter_map(|d| d.rsplit_once("@sha256:").map(|(_, h)| h.to_string()));
+        id.into_iter().chain(repo).map(|h| h.to_ascii_lowercase()).collect()
+    }
 }
 
 /// A CPU limit as the engine stores it: compose `cpus:` sets `NanoCpus`,

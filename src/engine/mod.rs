@@ -24,7 +24,7 @@ use bollard::query_parameters::{InspectNetworkOptions, ListContainersOptionsBuil
 use crate::config::credential::mask_userinfo;
 
 pub use facts::{
-    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkEndpoint, NetworkFacts, PublishedPort, Subnet,
+    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkEndpoint, NetworkFacts, PublishedPort, RunningImage, Subnet,
     SubnetParseError, Target,
 };
 
@@ -286,7 +286,22 @@ impl Engine {
             .inspect_container(container, None)
             .await
             .map_err(|e| EngineError::lookup("container", container, "inspecting container", e))?;
-        Ok(convert::hardening(&inspect))
+        let mut facts = convert::hardening(&inspect);
+        facts.image.repo_digests = self.repo_digests(&facts.image.id).await?;
+        Ok(facts)
+    }
+
+    /// An image's `RepoDigests`; none when the image is gone (removed while a container
+    /// still runs it): its id still names it.
+    async fn repo_digests(&self, image: &str) -> Result<Vec<String>, EngineError> {
+        if image.is_empty() {
+            return Ok(Vec::new());
+        }
+        match self.docker().inspect_image(image).await {
+            Ok(i) => Ok(i.repo_digests.unwrap_or_default()),
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(Vec::new()),
+            Err(e) => Err(EngineError::lookup("image", image, "inspecting image", e)),
+        }
     }
 
     /// Restarts a container, giving it `timeout` (whole seconds, rounded up) to stop

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::decide::{Request, import};
-use super::model::Import;
+use super::model::{Import, ImportedProvider};
 use super::{check, emit, inventory};
 use crate::exit::Ending;
 
@@ -43,6 +43,20 @@ pub struct ImportArgs {
     /// `contract::<provider>::tools` evidence); repeatable.
     #[arg(long = "pin-schema", value_name = "PROVIDER=SHA256")]
     pin_schema: Vec<String>,
+    /// A provider whose adapter image this deploy builds itself, so its digest is known
+    /// only after the build: the scenario reads the pin from VAR when cordon runs, not
+    /// from the metadata; repeatable.
+    #[arg(long = "image-digest-env", value_name = "PROVIDER=VAR")]
+    image_digest_env: Vec<String>,
+}
+
+/// What the command line adds to the metadata.
+#[derive(Debug, Default, Clone)]
+pub struct Pins {
+    /// provider → cordon's served-tools hash (`--pin-schema`).
+    pub schema: BTreeMap<String, String>,
+    /// provider → the variable its adapter image's digest is read from (`--image-digest-env`).
+    pub image_digest_env: BTreeMap<String, String>,
 }
 
 pub fn run(platform: Platform) -> Ending {
@@ -55,7 +69,9 @@ pub fn run(platform: Platform) -> Ending {
         Ok(d) => d,
         Err(e) => return usage(&e),
     };
-    let pins = match parse_pins(&args.pin_schema) {
+    let pins = match parse_pins(&args.pin_schema).and_then(|schema| {
+        Ok(Pins { schema, image_digest_env: parse_digest_env(&args.image_digest_env)? })
+    }) {
         Ok(p) => p,
         Err(e) => return usage(&e),
     };
@@ -110,7 +126,7 @@ pub fn run(platform: Platform) -> Ending {
 }
 
 /// Imports and renders; on failure, the errors are printed and the exit code returned.
-pub fn generate(request: &Request, pins: &BTreeMap<String, String>) -> Result<(Import, String), Ending> {
+pub fn generate(request: &Request, pins: &Pins) -> Result<(Import, String), Ending> {
     let mut import = match import(request) {
         Ok(i) => i,
         Err(errors) => {
@@ -121,18 +137,8 @@ pub fn generate(request: &Request, pins: &BTreeMap<String, String>) -> Result<(I
             return Err(Ending::Usage);
         }
     };
-    for (id, hash) in pins {
-        match import.providers.get_mut(id) {
-            Some(p) if !p.disabled => p.schema_sha256 = Some(hash.clone()),
-            _ => {
-                let live: Vec<&str> =
-                    import.providers.values().filter(|p| !p.disabled).map(|p| p.id.as_str()).collect();
-                return Err(usage(&format!(
-                    "--pin-schema {id}: no enabled provider of that id was imported (enabled providers: {})",
-                    if live.is_empty() { "none".into() } else { live.join(", ") }
-                )));
-            }
-        }
+    if let Err(e) = apply(&mut import, pins) {
+        return Err(usage(&e));
     }
     if !import.lint.is_empty() {
         summarize(&import, &request.roles_dir);
@@ -147,6 +153,55 @@ pub fn generate(request: &Request, pins: &BTreeMap<String, String>) -> Result<(I
     }
     let text = emit::scenario(&import);
     Ok((import, text))
+}
+
+/// Adds the command line's pins to an import; an id that is no enabled provider (or, for
+/// an image, no provider with a pinned adapter image) is an error naming those there are.
+pub fn apply(import: &mut Import, pins: &Pins) -> Result<(), String> {
+    let live = |import: &Import, has: fn(&ImportedProvider) -> bool| {
+        let ids: Vec<String> = import.providers.values().filter(|p| !p.disabled && has(p)).map(|p| p.id.clone()).collect();
+        if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
+    };
+    for (id, hash) in &pins.schema {
+        match import.providers.get_mut(id) {
+            Some(p) if !p.disabled => p.schema_sha256 = Some(hash.clone()),
+            _ => {
+                return Err(format!(
+                    "--pin-schema {id}: no enabled provider of that id was imported (enabled providers: {})",
+                    live(import, |_| true)
+                ));
+            }
+        }
+    }
+    for (id, var) in &pins.image_digest_env {
+        match import.providers.get_mut(id).filter(|p| !p.disabled).and_then(|p| p.sidecar_image.as_mut()) {
+            Some(image) => image.digest_env = Some(var.clone()),
+            None => {
+                return Err(format!(
+                    "--image-digest-env {id}: no enabled provider of that id with a pinned adapter image was imported (those with one: {})",
+                    live(import, |p| p.sidecar_image.is_some())
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn parse_digest_env(pairs: &[String]) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for pair in pairs {
+        let parsed = pair.split_once('=').filter(|(id, var)| {
+            !id.is_empty() && !var.is_empty() && var.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        });
+        let Some((id, var)) = parsed else {
+            return Err(format!(
+                "--image-digest-env `{}`: expected PROVIDER=VAR (a variable name: letters, digits, `_`)",
+                crate::text::sanitize(pair)
+            ));
+        };
+        out.insert(id.to_string(), var.to_string());
+    }
+    Ok(out)
 }
 
 fn parse_pins(pins: &[String]) -> Result<BTreeMap<String, String>, String> {

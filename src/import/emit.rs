@@ -195,6 +195,16 @@ impl Writer {
             self.line(2, "sidecar:");
             self.subnets(import, networks, 3);
             self.list(3, "networks", networks);
+            if let Some(pinned) = &p.sidecar_image {
+                self.line(3, &format!("image: {}", scalar(&pinned.image, false)));
+                match &pinned.digest_env {
+                    None => self.line(3, &format!("digest: {}", scalar(&pinned.digest, false))),
+                    Some(var) => {
+                        self.line(3, &format!("# the metadata pins {}; this deploy builds the image, so its digest is read from {var} (--image-digest-env)", pinned.digest));
+                        self.line(3, &format!("digest: {{ env: {var} }}"));
+                    }
+                }
+            }
         }
         if let Some(app) = &p.app {
             self.line(2, "app:");

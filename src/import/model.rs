@@ -63,6 +63,8 @@ pub struct ImportedProvider {
     pub platform_schema_sha256: Option<String>,
     pub read: Option<ImportedRead>,
     pub sidecar_networks: Option<Vec<String>>,
+    /// The adapter image the metadata pins (`adapter.image`, `version`, `digest`).
+    pub sidecar_image: Option<ImportedImage>,
     pub app: Option<ImportedApp>,
     pub boundary: BoundaryKeys,
 }
@@ -116,6 +118,17 @@ pub struct ImportedRead {
     pub expect: Expectation,
     /// The metadata named the read but no expectation: only `isError: false` is checked.
     pub expectation_declared: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedImage {
+    /// `adapter.image`, with `:version` when the metadata gives one.
+    pub image: String,
+    /// `adapter.digest` as the metadata writes it (`sha256:<hex>`).
+    pub digest: String,
+    /// Set by `--image-digest-env`: the deploy builds this image, so the scenario reads
+    /// its pin from this variable instead of the metadata's.
+    pub digest_env: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use super::adapter::{self, Specification};
 use super::context::Context;
 use super::endpoint::{self, internal_ports};
-use super::metadata::{CredentialDecl, LimitsDecl, McpFile, ProbeCallDecl, UpstreamServes};
-use super::model::{BoundaryKeys, Code, CredentialRef, ImportedApp, ImportedProvider, ImportedRead, Subject};
+use super::metadata::{AdapterDecl, CredentialDecl, LimitsDecl, McpFile, ProbeCallDecl, UpstreamServes};
+use super::model::{
+    BoundaryKeys, Code, CredentialRef, ImportedApp, ImportedImage, ImportedProvider, ImportedRead, Subject,
+};
 use super::roles::Role;
 use super::vocabulary::{self as words};
 use crate::config::{Expectation, ProviderLimits};
@@ -99,6 +101,7 @@ pub fn resolve(
         platform_schema_sha256: None,
         read: None,
         sidecar_networks: None,
+        sidecar_image: None,
         app: None,
         boundary: BoundaryKeys::default(),
     };
@@ -121,6 +124,7 @@ pub fn resolve(
         let mut networks = vec![own_network];
         networks.extend(upstream.filter(|u| !networks.contains(u)));
         provider.sidecar_networks = Some(networks);
+        provider.sidecar_image = m.adapter.as_ref().and_then(|a| pinned_image(&a.value));
         provider.app = app_behind(role, &endpoint.service);
     }
     let has_probes = contract.limit_probes.slow.is_some() || contract.limit_probes.large.is_some();
@@ -348,6 +352,18 @@ fn contract(ctx: &mut Context, file: &Path, m: &McpFile, spec: Option<&Specifica
         limit_probes,
         denied: denied.into_iter().collect(),
     })
+}
+
+/// The image an adapter's metadata pins, when it names one and its digest (the lint
+/// requires both of an adapter; `validate` has refused a digest that is none).
+fn pinned_image(adapter: &AdapterDecl) -> Option<ImportedImage> {
+    let image = adapter.image.as_ref()?.value.trim().to_string();
+    let digest = adapter.digest.as_ref()?.value.trim().to_string();
+    let image = match &adapter.version {
+        Some(v) if !image.rsplit('/').next().unwrap_or_default().contains(':') => format!("{image}:{}", v.value.0),
+        _ => image,
+    };
+    Some(ImportedImage { image, digest, digest_env: None })
 }
 
 /// The app a sidecar fronts: the role's main service (named after its entity), with its

@@ -56,6 +56,7 @@ pub enum FindingKind {
     MissingDeclaredNetwork,
     ViewsDisagree,
     Hardening,
+    ImageNotPinned,
     // the boundary behind the handshake
     DeniedToolRan,
     ArgumentAccepted,

@@ -18,6 +18,29 @@ pub fn fixture_image() -> String {
     std::env::var("FIXTURE_TAG").unwrap_or_else(|_| "cordon-fixture:dev".into())
 }
 
+/// The fixture rebuilt with one label more (docker/build-images.sh): another id, the same code.
+pub fn rebuilt_image() -> String {
+    let tag = fixture_image();
+    let (name, version) = tag.rsplit_once(':').unwrap_or((&tag, "latest"));
+    format!("{name}-rebuilt:{version}")
+}
+
+/// The id of the fixture image the stacks run: the reference scenario pins gitea's
+/// adapter image to it (`CORDON_FIXTURE_DIGEST`, as the demo exports it).
+pub fn fixture_digest() -> String {
+    images();
+    cordon::demo::reference::image_id(&fixture_image()).expect("the fixture image was just built")
+}
+
+/// `CORDON_FIXTURE_DIGEST` and its value, for a run against a deployed reference stack.
+pub fn fixture_digest_env() -> (String, String) {
+    (cordon::demo::reference::FIXTURE_DIGEST_VAR.to_string(), fixture_digest())
+}
+
+/// A well-formed pin for runs that deploy nothing (no engine, `--list`): it names no image.
+pub const STAND_IN_DIGEST: (&str, &str) =
+    ("CORDON_FIXTURE_DIGEST", "sha256:5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e");
+
 /// Builds the fixture images once per test binary (the script is idempotent).
 pub fn images() {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
@@ -147,6 +170,8 @@ impl Stack {
             // The same two octets as IPv6 groups, for variants with dual-stack networks.
             ("CORDON_SUBNET6".to_string(), format!("fdcd:{}", subnet.replace('.', ":"))),
             ("CORDON_FIXTURE_IMAGE".to_string(), fixture_image()),
+            fixture_digest_env(),
+            ("CORDON_FIXTURE_REBUILT_IMAGE".to_string(), rebuilt_image()),
             ("NATIVE_TOKEN".to_string(), token("native")),
             ("LEGACY_TOKEN".to_string(), token("legacy")),
             ("MODERN_TOKEN".to_string(), token("modern")),

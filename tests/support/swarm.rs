@@ -36,6 +36,8 @@ impl Deployed {
             ("CORDON_SUBNET".to_string(), SUBNET.to_string()),
             ("CORDON_BLOCK".to_string(), block.to_string()),
             ("CORDON_FIXTURE_IMAGE".to_string(), fixture_image()),
+            super::stack::fixture_digest_env(),
+            ("CORDON_FIXTURE_REBUILT_IMAGE".to_string(), super::stack::rebuilt_image()),
             ("NATIVE_TOKEN".to_string(), random_token()),
             ("LEGACY_TOKEN".to_string(), random_token()),
             ("MODERN_TOKEN".to_string(), random_token()),

@@ -21,6 +21,7 @@ pub(crate) fn provider_for_tests(id: &str, allowlist: &[&str]) -> Provider {
         app_ports: vec![],
         service: id.into(),
         sidecar_networks: None,
+        sidecar_image: None,
         app: None,
         networks: vec![],
         boundary: Default::default(),

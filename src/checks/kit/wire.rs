@@ -131,6 +131,8 @@ pub mod provider {
             app_ports: w.app_ports,
             service: w.service,
             sidecar_networks: w.sidecar_networks,
+            // Judged from the engine's facts in cordon's own process, never in a namespace.
+            sidecar_image: None,
             app: w.app.map(|(service, ports)| AppSpec { service, ports }),
             networks: w.networks,
             boundary: w.boundary,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::errors::{ADAPTER_PINS, ALL_LIMITS, adapter_with, contract_sha, spec_sha};
 use super::{BOTH, Tree};
 use crate::exit::Ending;
-use crate::import::args::generate;
+use crate::import::args::{Pins, generate};
 use crate::import::decide::Request;
 use crate::import::emit;
 
@@ -145,10 +145,10 @@ fn open_webui_is_granted_per_provider_group() {
 fn a_pinned_served_hash_is_written_and_a_wrong_pin_refused() {
     let tree = Tree::new();
     let hash = "ab".repeat(32);
-    let pins = BTreeMap::from([("web-app-p".to_string(), hash.clone())]);
+    let pins = Pins { schema: BTreeMap::from([("web-app-p".to_string(), hash.clone())]), ..Pins::default() };
     let (_, text) = generate(&tree.request(BOTH), &pins).unwrap();
     assert!(text.contains(&format!("      schema_sha256: {hash}\n")), "{text}");
-    let wrong = BTreeMap::from([("web-app-nope".to_string(), hash)]);
+    let wrong = Pins { schema: BTreeMap::from([("web-app-nope".to_string(), hash)]), ..Pins::default() };
     assert_eq!(generate(&tree.request(BOTH), &wrong).err(), Some(Ending::Usage));
 }
 
@@ -206,4 +206,28 @@ fn a_switched_off_native_endpoint_is_checked_dark_at_its_path() {
     assert!(import.rejections.iter().all(|r| r.role != "web-app-p"), "{:?}", import.rejections);
     let text = emit::scenario(&import);
     assert!(text.contains("    disabled: true\n") && text.contains("    served_by_app: true\n"), "{text}");
+}
+
+#[test]
+fn the_adapter_image_pin_reaches_the_scenario_and_loads() {
+    let tree = Tree::new();
+    adapter(&tree);
+    let digest = "sha256:8a3c6f0d2b1e4a5f6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b";
+    let (_, text) = generate(&tree.request(BOTH), &Pins::default()).unwrap();
+    let pinned = format!("      image: registry.example.test/adapter:1.2.3\n      digest: {digest}\n");
+    assert!(text.contains(&pinned), "{text}");
+
+    let built = Pins {
+        image_digest_env: BTreeMap::from([("web-app-p".to_string(), "P_ADAPTER_DIGEST".to_string())]),
+        ..Pins::default()
+    };
+    let (_, text) = generate(&tree.request(BOTH), &built).unwrap();
+    assert!(text.contains("      digest: { env: P_ADAPTER_DIGEST }\n"), "{text}");
+    assert!(text.contains(&format!("# the metadata pins {digest}; this deploy builds the image")), "{text}");
+
+    let nobody = Pins {
+        image_digest_env: BTreeMap::from([("web-app-q".to_string(), "Q".to_string())]),
+        ..Pins::default()
+    };
+    assert_eq!(generate(&tree.request(BOTH), &nobody).err(), Some(Ending::Usage));
 }
