@@ -87,7 +87,7 @@ pub const NOT_OFFERED: &str = "names none of the tools I was offered";
 
 /// `cordon-nonce-` and 16 random hex digits, fresh for each call.
 pub fn nonce() -> String {
-    format!("cordon-nonce-{:016x}", rand::random::<u64>())
+    crate::checks::kit::upstream::nonce()
 }
 
 /// The read's arguments with `nonce` appended to the value of `argument`.

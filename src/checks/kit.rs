@@ -14,5 +14,6 @@ pub mod refusal;
 pub mod sessions;
 #[cfg(test)]
 pub mod testing;
+pub mod upstream;
 pub mod vantage;
 pub mod wire;

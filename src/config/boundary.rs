@@ -113,6 +113,10 @@ pub struct SpecifiedTool {
     pub name: String,
     /// The specification marks it `mutating: true`.
     pub mutating: bool,
+    /// Its `input_schema` (or `inputSchema`), when the specification gives one: what a
+    /// call of it that carries a nonce to the upstream is made of.
+    #[serde(default)]
+    pub input_schema: Option<Value>,
 }
 
 /// An upstream specification: every tool the adapter could expose.
@@ -375,7 +379,9 @@ pub(super) fn specified_tools(value: &Value) -> Result<Vec<SpecifiedTool>, Strin
         return list
             .iter()
             .map(|t| match t.get("name").and_then(Value::as_str) {
-                Some(name) if !name.is_empty() => Ok(SpecifiedTool { name: name.into(), mutating: mutating(t)? }),
+                Some(name) if !name.is_empty() => {
+                    Ok(SpecifiedTool { name: name.into(), mutating: mutating(t)?, input_schema: input_schema(t) })
+                }
                 _ => Err(format!(
                     "has a tool without a name in `tools`: {}",
                     crate::text::body_excerpt(t.to_string().as_bytes(), 80)
@@ -388,9 +394,13 @@ pub(super) fn specified_tools(value: &Value) -> Result<Vec<SpecifiedTool>, Strin
             if !tool.is_object() || name.is_empty() {
                 return Err(format!("{shape}; `{}` is not", crate::config::strict::echo(name)));
             }
-            Ok(SpecifiedTool { name: name.clone(), mutating: mutating(tool)? })
+            Ok(SpecifiedTool { name: name.clone(), mutating: mutating(tool)?, input_schema: input_schema(tool) })
         })
         .collect()
+}
+
+fn input_schema(tool: &Value) -> Option<Value> {
+    tool.get("input_schema").or_else(|| tool.get("inputSchema")).filter(|s| s.is_object()).cloned()
 }
 
 fn mutating(tool: &Value) -> Result<bool, String> {

@@ -63,11 +63,7 @@ impl ImagePin {
 
 /// The pin a `digest:` names, or why it names none. `unresolved_ok` (listing) accepts a
 /// variable that is not set: planning needs no value.
-pub(super) fn resolve(
-    image: Option<&String>,
-    digest: &DigestRef,
-    unresolved_ok: bool,
-) -> Result<ImagePin, String> {
+pub(super) fn resolve(image: Option<&String>, digest: &DigestRef, unresolved_ok: bool) -> Result<ImagePin, String> {
     let (text, source) = match digest {
         DigestRef::Written(text) => (text.clone(), "the scenario".to_string()),
         DigestRef::Env(EnvRef { env }) => match std::env::var(env) {

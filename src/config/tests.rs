@@ -329,7 +329,10 @@ fn a_sidecar_pins_its_image_by_digest() {
 }
 
 #[rstest]
-#[case::image_without_digest("      image: adapter:1.2\n", "providers.beta.sidecar.digest: image `adapter:1.2` is named without a digest")]
+#[case::image_without_digest(
+    "      image: adapter:1.2\n",
+    "providers.beta.sidecar.digest: image `adapter:1.2` is named without a digest"
+)]
 #[case::a_tag_is_no_digest("      digest: latest\n", "providers.beta.sidecar.digest: `latest` is not a digest")]
 #[case::placeholder(
     "      digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\n",

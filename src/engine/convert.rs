@@ -6,8 +6,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use bollard::models::{ContainerInspectResponse, NetworkInspect, PortBinding};
 
 use super::facts::{
-    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkEndpoint, NetworkFacts, PublishedPort, RunningImage, Subnet, Target,
-    has_no_new_privileges,
+    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkEndpoint, NetworkFacts, PublishedPort, RunningImage,
+    Subnet, Target, has_no_new_privileges,
 };
 use super::{COMPOSE_PROJECT_LABEL, COMPOSE_SERVICE_LABEL};
 

@@ -24,8 +24,8 @@ use bollard::query_parameters::{InspectNetworkOptions, ListContainersOptionsBuil
 use crate::config::credential::mask_userinfo;
 
 pub use facts::{
-    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkEndpoint, NetworkFacts, PublishedPort, RunningImage, Subnet,
-    SubnetParseError, Target,
+    Attachment, CpuLimit, HardeningFacts, MountFact, NetworkEndpoint, NetworkFacts, PublishedPort, RunningImage,
+    Subnet, SubnetParseError, Target,
 };
 
 pub const COMPOSE_PROJECT_LABEL: &str = "com.docker.compose.project";

@@ -69,9 +69,9 @@ pub fn run(platform: Platform) -> Ending {
         Ok(d) => d,
         Err(e) => return usage(&e),
     };
-    let pins = match parse_pins(&args.pin_schema).and_then(|schema| {
-        Ok(Pins { schema, image_digest_env: parse_digest_env(&args.image_digest_env)? })
-    }) {
+    let pins = match parse_pins(&args.pin_schema)
+        .and_then(|schema| Ok(Pins { schema, image_digest_env: parse_digest_env(&args.image_digest_env)? }))
+    {
         Ok(p) => p,
         Err(e) => return usage(&e),
     };
@@ -159,7 +159,8 @@ pub fn generate(request: &Request, pins: &Pins) -> Result<(Import, String), Endi
 /// an image, no provider with a pinned adapter image) is an error naming those there are.
 pub fn apply(import: &mut Import, pins: &Pins) -> Result<(), String> {
     let live = |import: &Import, has: fn(&ImportedProvider) -> bool| {
-        let ids: Vec<String> = import.providers.values().filter(|p| !p.disabled && has(p)).map(|p| p.id.clone()).collect();
+        let ids: Vec<String> =
+            import.providers.values().filter(|p| !p.disabled && has(p)).map(|p| p.id.clone()).collect();
         if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
     };
     for (id, hash) in &pins.schema {

@@ -20,16 +20,18 @@
 //! - it says "unknown" and runs it anyway: the deterministic read, asked before and
 //!   after the calls, answers differently.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::check::{Check, Probe, RunContext};
 use crate::checks::kit::answers::{CallAnswer, era_words, sessions_in_every_era};
 use crate::checks::kit::sessions::ErrorSeen;
+use crate::checks::kit::upstream::{self, UpstreamLog};
 use crate::checks::kit::vantage::{contract_vantages, observe_everywhere};
 use crate::checks::kit::wire;
 use crate::config::{Provider, ReadSpec, Scenario};
@@ -95,6 +97,14 @@ pub struct CallsPlan {
     #[serde(with = "wire::read")]
     pub read: Option<ReadSpec>,
     pub limits: Limits,
+    /// Denied name → its input schema, for a provider with an app behind it: each call
+    /// carries a nonce to the app if it runs (see [`upstream`]).
+    #[serde(default)]
+    pub nonce_schemas: BTreeMap<String, Value>,
+    /// An allowed, non-mutating tool and its schema: called once with a nonce of its own,
+    /// it shows whether the app logs what it receives.
+    #[serde(default)]
+    pub control: Option<(String, Value)>,
 }
 
 /// One session (a replica, an era, a bearer) and every call made in it.
@@ -110,6 +120,14 @@ pub struct SessionCalls {
     pub calls: Vec<(String, CallAnswer)>,
     /// The deterministic read before and after the calls (the first session only).
     pub reads: Option<(CallAnswer, CallAnswer)>,
+    /// The nonce each call carried, in the order of `calls`; `None` for a call whose
+    /// tool has no string argument to carry one (and for the control name).
+    #[serde(default)]
+    pub nonces: Vec<Option<String>>,
+    /// The allowed call with a nonce of its own (the first session only): tool, nonce,
+    /// answer.
+    #[serde(default)]
+    pub upstream_control: Option<(String, String, CallAnswer)>,
 }
 
 impl CallsPlan {
@@ -157,12 +175,15 @@ impl CallsPlan {
         for (bearer, client, sessions) in clients {
             for (session, outside) in sessions {
                 let before = if first { self.read_before(&client, &session).await } else { None };
+                let upstream_control = if first { self.control_call(&client, &session).await } else { None };
                 let mut calls = Vec::new();
+                let mut nonces = Vec::new();
                 for name in std::iter::once(&self.unknown).chain(&names) {
-                    calls.push((
-                        name.clone(),
-                        CallAnswer::of(client.call_tool(&session, name, serde_json::json!({})).await),
-                    ));
+                    let nonce = upstream::nonce();
+                    let with_nonce = self.nonce_schemas.get(name).and_then(|s| upstream::nonce_arguments(s, &nonce));
+                    nonces.push(with_nonce.is_some().then_some(nonce));
+                    let arguments = with_nonce.unwrap_or_else(|| serde_json::json!({}));
+                    calls.push((name.clone(), CallAnswer::of(client.call_tool(&session, name, arguments).await)));
                 }
                 let after = match &before {
                     Some(before) => self.read_after(&client, &session, before).await,
@@ -176,11 +197,27 @@ impl CallsPlan {
                     listed_outside: outside,
                     calls,
                     reads: before.zip(after),
+                    nonces,
+                    upstream_control,
                 });
                 client.close(session).await;
             }
         }
         out
+    }
+
+    /// The allowed tool called with a nonce of its own: what the app's log shows of a call
+    /// that runs.
+    async fn control_call(
+        &self,
+        client: &McpClient,
+        session: &crate::mcp::Session,
+    ) -> Option<(String, String, CallAnswer)> {
+        let (tool, schema) = self.control.as_ref()?;
+        let nonce = upstream::nonce();
+        let arguments = upstream::nonce_arguments(schema, &nonce)?;
+        let answer = CallAnswer::of(client.call_tool(session, tool, arguments).await);
+        Some((tool.clone(), nonce, answer))
     }
 
     async fn read_once(&self, client: &McpClient, session: &crate::mcp::Session) -> Option<CallAnswer> {
@@ -229,6 +266,8 @@ impl CallsPlan {
             listed_outside: vec![],
             calls: vec![],
             reads: None,
+            nonces: vec![],
+            upstream_control: None,
         }
     }
 }
@@ -242,6 +281,7 @@ impl Probe for CallAllowlistCheck {
                 Err(attempt) => return attempt,
             };
             let denied = denied_names(&provider);
+            let (nonce_schemas, control) = upstream_probe(&provider);
             let plan = |endpoints: &[(String, Endpoint)]| CallsPlan {
                 endpoints: endpoints.to_vec(),
                 bearers: bearers_of(ctx, &provider),
@@ -250,13 +290,52 @@ impl Probe for CallAllowlistCheck {
                 unknown: unknown_name(),
                 read: provider.read.clone(),
                 limits: ctx.suite.limits.clone(),
+                nonce_schemas: nonce_schemas.clone(),
+                control: control.clone(),
             };
-            match observe_everywhere(ctx, &vantages, plan).await {
-                Ok((observed, from)) => judge(&denied, &observed, vec![format!("probed from {from}")]),
-                Err(attempt) => attempt,
-            }
+            let (observed, from) = match observe_everywhere(ctx, &vantages, plan).await {
+                Ok(seen) => seen,
+                Err(attempt) => return attempt,
+            };
+            let upstream = match (&provider.app, control_nonce(&observed)) {
+                (Some(app), Some(control)) => {
+                    let (deployment, _) = ctx.deployment(&provider.id);
+                    let nonces: Vec<String> =
+                        observed.iter().flat_map(|s| s.nonces.iter().flatten().cloned()).collect();
+                    Some(upstream::read_app_logs(&deployment, &app.service, &nonces, &control).await)
+                }
+                _ => None,
+            };
+            judge(&denied, &observed, upstream.as_ref(), vec![format!("probed from {from}")])
         })
     }
+}
+
+/// For a provider with an app behind it and a specification: the schema of every
+/// specified name that must not run, and an allowed, non-mutating tool whose schema has
+/// a string argument (the control). Nothing for any other provider: no app, no log.
+fn upstream_probe(provider: &Provider) -> (BTreeMap<String, Value>, Option<(String, Value)>) {
+    let (Some(_), Some(spec)) = (&provider.app, &provider.boundary.specification) else {
+        return (BTreeMap::new(), None);
+    };
+    let schemas: BTreeMap<String, Value> =
+        spec.tools.iter().filter_map(|t| Some((t.name.clone(), t.input_schema.clone()?))).collect();
+    let mut allowed: Vec<&String> = provider.tools.allowlist.iter().collect();
+    allowed.sort();
+    let control = allowed
+        .into_iter()
+        .filter(|t| !provider.tools.mutating.contains(t))
+        .filter(|t| spec.tools.iter().any(|s| &&s.name == t && !s.mutating))
+        .find_map(|t| {
+            let schema = schemas.get(t)?;
+            upstream::nonce_arguments(schema, "probe").map(|_| (t.clone(), schema.clone()))
+        });
+    (schemas, control)
+}
+
+/// The nonce of the allowed call, when one was made.
+fn control_nonce(observed: &[SessionCalls]) -> Option<String> {
+    observed.iter().find_map(|s| s.upstream_control.as_ref().map(|(_, nonce, _)| nonce.clone()))
 }
 
 /// The provider's own credential, then every other credential an admitted client holds
@@ -338,7 +417,12 @@ pub fn classify(name: &str, answer: &CallAnswer, control: Option<(&str, &CallAns
 }
 
 /// Pure: every name that must not run was refused everywhere, showing no sign of a run.
-pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidence: Vec<String>) -> Attempt {
+pub fn judge(
+    denied: &[(String, String)],
+    observed: &[SessionCalls],
+    upstream: Option<&UpstreamLog>,
+    mut evidence: Vec<String>,
+) -> Attempt {
     let outside: BTreeSet<&str> = observed.iter().flat_map(|s| s.listed_outside.iter().map(String::as_str)).collect();
     if denied.is_empty() && outside.is_empty() {
         return Attempt::Skip {
@@ -356,6 +440,8 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
     let mut not_ready = Vec::new();
     let mut own_words: Vec<String> = Vec::new();
     let mut reads_seen = false;
+    let control = observed.iter().find_map(|s| s.upstream_control.as_ref());
+    let control_seen = upstream.zip(control).is_some_and(|(u, (_, nonce, _))| u.holds(nonce).is_some());
     for s in observed {
         let at = format!("{}, {}", s.replica, s.bearer);
         let era = match &s.era {
@@ -377,7 +463,7 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
                 continue;
             }
         };
-        let control = s.calls.first().map(|(n, a)| (n.as_str(), a));
+        let unknown = s.calls.first().map(|(n, a)| (n.as_str(), a));
         for (i, (name, answer)) in s.calls.iter().enumerate() {
             let shown = crate::text::sanitize(name);
             let line = format!("{at}, {era}: tools/call {shown} → {answer}");
@@ -395,8 +481,11 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
                     ),
                 }
             } else {
-                classify(name, answer, control)
+                classify(name, answer, unknown)
             };
+            let nonce = s.nonces.get(i).and_then(Option::as_deref);
+            let (verdict, proof) = with_upstream(verdict, answer, nonce, upstream, control_seen);
+            evidence.extend(proof.map(|p| format!("{at}, {era}: tools/call {shown}: {p}")));
             match verdict {
                 Called::Refused => {}
                 Called::OwnWords => own_words.push(line),
@@ -419,10 +508,81 @@ pub fn judge(denied: &[(String, String)], observed: &[SessionCalls], mut evidenc
             findings.extend(change);
         }
     }
+    evidence.extend(upstream.map(|u| upstream_line(u, control)));
     if findings.is_empty() && not_ready.is_empty() && !own_words.is_empty() {
-        return not_judged(&own_words, reads_seen);
+        return not_judged(&own_words, reads_seen, &upstream_why(upstream, control, control_seen));
     }
     Attempt::settle(findings, not_ready, evidence)
+}
+
+/// What the app's log adds to a call's verdict, and the evidence of it: the call's nonce
+/// there is a run, whatever was answered; its absence, where the app logged the allowed
+/// control call's nonce, makes an answer in the server's own words a refusal.
+fn with_upstream(
+    verdict: Called,
+    answer: &CallAnswer,
+    nonce: Option<&str>,
+    upstream: Option<&UpstreamLog>,
+    control_seen: bool,
+) -> (Called, Option<String>) {
+    let (Some(nonce), Some(log)) = (nonce, upstream) else { return (verdict, None) };
+    match (log.holds(nonce), verdict) {
+        (Some(container), Called::Ran(finding)) => {
+            (Called::Ran(finding), Some(format!("its nonce {nonce} is in {container}'s log too")))
+        }
+        (Some(container), _) => {
+            let finding = Finding::new(
+                FindingKind::DeniedToolRan,
+                "answered {answer}, yet the upstream app {app} received it ({container}'s log holds the call's nonce): the tool ran",
+            )
+            .fact("answer", answer)
+            .fact("app", &log.app)
+            .fact("container", container);
+            (Called::Ran(finding), Some(format!("its nonce {nonce} is in {container}'s log: it reached the app")))
+        }
+        (None, Called::OwnWords) if control_seen => (
+            Called::Refused,
+            Some(format!(
+                "refused: app {} logged the allowed control call's nonce and not this call's ({nonce}), so it was never sent there",
+                log.app
+            )),
+        ),
+        (None, verdict) => (verdict, None),
+    }
+}
+
+/// The evidence line of the app's logs.
+fn upstream_line(log: &UpstreamLog, control: Option<&(String, String, CallAnswer)>) -> String {
+    let control = match control {
+        Some((tool, nonce, answer)) => match log.holds(nonce) {
+            Some(container) => format!("the allowed control call `{tool}` ({answer}) is in {container}'s log"),
+            None => format!("the allowed control call `{tool}` ({answer}) is in no log"),
+        },
+        None => "no control call was made".into(),
+    };
+    let unread = if log.unread.is_empty() { String::new() } else { format!("; unread: {}", log.unread.join("; ")) };
+    format!(
+        "upstream app {}: logs read of {}; {control}{unread}",
+        log.app,
+        name_list(log.containers.iter().map(String::as_str), 10)
+    )
+}
+
+/// Why the app's log proves nothing here, for the "not judged" reason.
+fn upstream_why(
+    upstream: Option<&UpstreamLog>,
+    control: Option<&(String, String, CallAnswer)>,
+    control_seen: bool,
+) -> String {
+    match (upstream, control) {
+        (None, None) => "no app behind the provider whose log would show a forwarded call, or no allowed tool of its specification with a string argument to carry a control nonce".into(),
+        (None, Some(_)) => "the provider names no app whose log would show a forwarded call".into(),
+        (Some(u), _) if !control_seen => format!(
+            "app {}'s log holds not even the allowed control call's nonce, so it does not show what the app receives",
+            u.app
+        ),
+        (Some(_), _) => "the specification gives that tool no string argument to carry a nonce".into(),
+    }
 }
 
 /// The read before and after the calls of session `s`: its evidence line, and the finding
@@ -467,7 +627,7 @@ fn server_error(answer: &CallAnswer) -> bool {
 
 /// Calls answered in the server's own words and nothing that shows a run: neither a pass
 /// nor a failure, whatever the words say.
-fn not_judged(own_words: &[String], reads_seen: bool) -> Attempt {
+fn not_judged(own_words: &[String], reads_seen: bool, upstream_why: &str) -> Attempt {
     let side_effect = if reads_seen {
         "the deterministic read answered the same before and after (a tool with no side effect it shows may still have run)"
     } else {
@@ -479,7 +639,7 @@ fn not_judged(own_words: &[String], reads_seen: bool) -> Attempt {
     };
     Attempt::Skip {
         reason: format!(
-            "not judged: a name this provider must not run was answered with an error in the server's own words, not the way it refuses a name that cannot exist, and nothing shows whether the tool ran: {side_effect}; {}{more}",
+            "not judged: a name this provider must not run was answered with an error in the server's own words, not the way it refuses a name that cannot exist, and nothing shows whether the tool ran: {side_effect}; {upstream_why}; {}{more}",
             own_words[0]
         ),
     }

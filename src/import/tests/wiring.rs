@@ -225,9 +225,7 @@ fn the_adapter_image_pin_reaches_the_scenario_and_loads() {
     assert!(text.contains("      digest: { env: P_ADAPTER_DIGEST }\n"), "{text}");
     assert!(text.contains(&format!("# the metadata pins {digest}; this deploy builds the image")), "{text}");
 
-    let nobody = Pins {
-        image_digest_env: BTreeMap::from([("web-app-q".to_string(), "Q".to_string())]),
-        ..Pins::default()
-    };
+    let nobody =
+        Pins { image_digest_env: BTreeMap::from([("web-app-q".to_string(), "Q".to_string())]), ..Pins::default() };
     assert_eq!(generate(&tree.request(BOTH), &nobody).err(), Some(Ending::Usage));
 }

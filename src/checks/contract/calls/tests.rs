@@ -24,8 +24,10 @@ fn session(calls: Vec<(&str, CallAnswer)>, reads: Option<(CallAnswer, CallAnswer
         bearer: "the provider's credential (native-token)".into(),
         era: Ok("the initialize handshake (2025-06-18)".into()),
         listed_outside: vec![],
+        nonces: calls.iter().map(|_| None).collect(),
         calls: calls.into_iter().map(|(n, a)| (n.to_string(), a)).collect(),
         reads,
+        upstream_control: None,
     }
 }
 
@@ -65,7 +67,7 @@ fn reason(a: &Attempt) -> String {
 #[case::rate_limited(CallAnswer::Http { status: 429, body: "slow down".into() }, "not ready")]
 fn denied_calls_are_judged(#[case] answer: CallAnswer, #[case] fails_with: &str) {
     let s = session(vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("delete_everything", answer)], None);
-    let a = judge(&denied(), &[s], vec![]);
+    let a = judge(&denied(), &[s], None, vec![]);
     if fails_with.is_empty() {
         assert!(a.is_pass(), "{a:?}");
     } else if fails_with == "not ready" {
@@ -89,14 +91,14 @@ fn denied_calls_are_judged(#[case] answer: CallAnswer, #[case] fails_with: &str)
 fn a_refusal_worded_like_the_control_counts_whatever_its_words() {
     let odd = |name: &str| result(true, &format!("E42 {name}"), false);
     let s = session(vec![(UNKNOWN, odd(UNKNOWN)), ("delete_everything", odd("delete_everything"))], None);
-    assert!(judge(&denied(), &[s], vec![]).is_pass());
+    assert!(judge(&denied(), &[s], None, vec![]).is_pass());
 }
 
 #[test]
 fn a_provider_that_runs_a_name_that_cannot_exist_fails() {
     let s =
         session(vec![(UNKNOWN, result(false, "ok", false)), ("delete_everything", rpc(-32602, "unknown tool"))], None);
-    assert!(reason(&judge(&denied(), &[s], vec![])).contains("to a name that cannot exist: it runs any name"));
+    assert!(reason(&judge(&denied(), &[s], None, vec![])).contains("to a name that cannot exist: it runs any name"));
 }
 
 #[test]
@@ -104,8 +106,8 @@ fn a_refusal_that_changed_the_read_fails() {
     let five = result(false, "5", true);
     let changed = result(false, "0", true);
     let calls = vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("delete_everything", sdk_unknown("delete_everything"))];
-    assert!(judge(&denied(), &[session(calls.clone(), Some((five.clone(), five.clone())))], vec![]).is_pass());
-    let r = reason(&judge(&denied(), &[session(calls, Some((five, changed)))], vec![]));
+    assert!(judge(&denied(), &[session(calls.clone(), Some((five.clone(), five.clone())))], None, vec![]).is_pass());
+    let r = reason(&judge(&denied(), &[session(calls, Some((five, changed)))], None, vec![]));
     assert!(r.contains("a call that was refused changed the provider"), "{r}");
 }
 
@@ -119,12 +121,12 @@ fn a_lasting_change_either_way_fails() {
     let missing = rpc(-32602, "no such item");
     let calls = vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("delete_everything", sdk_unknown("delete_everything"))];
     for (before, after) in [(missing.clone(), five.clone()), (five.clone(), missing)] {
-        let r = reason(&judge(&denied(), &[session(calls.clone(), Some((before, after)))], vec![]));
+        let r = reason(&judge(&denied(), &[session(calls.clone(), Some((before, after)))], None, vec![]));
         assert!(r.contains("a call that was refused changed the provider"), "{r}");
     }
     // A server error before the calls, through every ask (an upstream timing out on a busy
     // host), is no baseline: not a change, and said.
-    let a = judge(&denied(), &[session(calls, Some((rpc(-32001, "request_timeout"), five)))], vec![]);
+    let a = judge(&denied(), &[session(calls, Some((rpc(-32001, "request_timeout"), five)))], None, vec![]);
     assert!(a.is_pass(), "{a:?}");
     assert!(
         a.evidence().iter().any(|l| l.contains("failed on the server's side") && l.contains("not judged")),
@@ -135,10 +137,10 @@ fn a_lasting_change_either_way_fails() {
 #[test]
 fn nothing_to_deny_is_skipped_and_names_served_outside_the_allowlist_are_denied() {
     let s = session(vec![(UNKNOWN, sdk_unknown(UNKNOWN))], None);
-    assert!(matches!(judge(&[], &[s], vec![]), Attempt::Skip { .. }));
+    assert!(matches!(judge(&[], &[s], None, vec![]), Attempt::Skip { .. }));
     let mut s = session(vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("hidden", result(false, "ran", false))], None);
     s.listed_outside = vec!["hidden".into()];
-    let a = judge(&[], &[s], vec![]);
+    let a = judge(&[], &[s], None, vec![]);
     assert!(reason(&a).contains("tools/call `hidden` answered a result with isError: false"), "{a:?}");
 }
 
@@ -146,9 +148,9 @@ fn nothing_to_deny_is_skipped_and_names_served_outside_the_allowlist_are_denied(
 fn no_session_waits_or_cannot_be_judged() {
     let mut s = session(vec![], None);
     s.era = Err(ErrorSeen { text: "cannot connect".into(), not_ready: true });
-    assert!(matches!(judge(&denied(), &[s.clone()], vec![]), Attempt::NotReady { .. }));
+    assert!(matches!(judge(&denied(), &[s.clone()], None, vec![]), Attempt::NotReady { .. }));
     s.era = Err(ErrorSeen { text: "405".into(), not_ready: false });
-    assert!(reason(&judge(&denied(), &[s], vec![])).contains("cannot be judged"));
+    assert!(reason(&judge(&denied(), &[s], None, vec![])).contains("cannot be judged"));
 }
 
 #[test]
@@ -160,7 +162,7 @@ fn the_scenario_names_every_denied_name_once() {
         file: "tools.json".into(),
         tools: ["get", "list", "wipe"]
             .iter()
-            .map(|n| crate::config::SpecifiedTool { name: n.to_string(), mutating: false })
+            .map(|n| crate::config::SpecifiedTool { name: n.to_string(), mutating: false, input_schema: None })
             .collect(),
     });
     let names: Vec<String> = denied_names(&p).into_iter().map(|(n, _)| n).collect();
@@ -184,7 +186,7 @@ fn own_words_are_judged_by_the_read(
 ) {
     let reads = Some((result(false, before, false), result(false, after, false)));
     let s = session(vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("delete_everything", result(true, words, false))], reads);
-    let a = judge(&denied(), &[s], vec![]);
+    let a = judge(&denied(), &[s], None, vec![]);
     match fails_with {
         Some(why) => assert!(reason(&a).contains(why), "{a:?}"),
         None => {
@@ -192,4 +194,68 @@ fn own_words_are_judged_by_the_read(
             assert!(reason.contains("the deterministic read answered the same before and after"), "{reason}");
         }
     }
+}
+
+/// A session that called `delete_everything` answered `answer`, carrying nonce "n-denied",
+/// after the allowed control call `get_item` carried "n-control".
+fn with_nonces(answer: CallAnswer) -> SessionCalls {
+    let mut s = session(vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("delete_everything", answer)], None);
+    s.nonces = vec![None, Some("n-denied".into())];
+    s.upstream_control = Some(("get_item".into(), "n-control".into(), result(false, "{}", true)));
+    s
+}
+
+fn app_log(seen: &[&str]) -> UpstreamLog {
+    UpstreamLog {
+        app: "gitea".into(),
+        containers: vec!["gitea_1".into()],
+        seen: seen.iter().map(|n| (n.to_string(), "gitea_1".to_string())).collect(),
+        unread: vec![],
+    }
+}
+
+const OWN_WORDS: &str = "Tool call refused by policy: 'delete_everything' is not on this client's allowlist";
+
+/// What the app received decides, never the words: a refusal in the gateway's own words
+/// passes when the app logged the control and not the call; any answer fails when the
+/// call's nonce reached the app; without the control in the log nothing is proven.
+#[rstest]
+#[case::own_words_never_forwarded(result(true, OWN_WORDS, false), &["n-control"], "pass")]
+#[case::own_words_forwarded(result(true, OWN_WORDS, false), &["n-control", "n-denied"], "the upstream app gitea received it (gitea_1's log holds the call's nonce): the tool ran")]
+#[case::says_unknown_but_forwarded(rpc(-32600, "unknown_tool"), &["n-control", "n-denied"], "answered JSON-RPC error -32600")]
+#[case::ran_and_forwarded(result(false, "deleted", false), &["n-control", "n-denied"], "answered a result with isError: false (deleted): the tool ran")]
+#[case::forwarded_without_the_control_in_the_log(result(true, OWN_WORDS, false), &["n-denied"], "the tool ran")]
+#[case::app_logs_nothing(result(true, OWN_WORDS, false), &[], "not judged")]
+#[case::refused_the_usual_way(rpc(-32600, "unknown_tool"), &["n-control"], "pass")]
+fn the_app_log_judges_a_refusal(#[case] answer: CallAnswer, #[case] seen: &[&str], #[case] expected: &str) {
+    let log = app_log(seen);
+    let a = judge(&denied(), &[with_nonces(answer)], Some(&log), vec![]);
+    match expected {
+        "pass" => {
+            assert!(a.is_pass(), "{a:?}");
+            assert!(
+                a.evidence()
+                    .iter()
+                    .any(|l| l.contains("the allowed control call `get_item`") && l.contains("is in gitea_1's log")),
+                "{a:?}"
+            );
+        }
+        "not judged" => {
+            let Attempt::Skip { reason } = &a else { panic!("{a:?}") };
+            assert!(reason.contains("app gitea's log holds not even the allowed control call's nonce"), "{reason}");
+        }
+        why => assert!(reason(&a).contains(why), "{a:?}"),
+    }
+}
+
+#[test]
+fn without_an_app_the_own_words_say_why_nothing_is_proven() {
+    let a = judge(
+        &denied(),
+        &[session(vec![(UNKNOWN, sdk_unknown(UNKNOWN)), ("delete_everything", result(true, OWN_WORDS, false))], None)],
+        None,
+        vec![],
+    );
+    let Attempt::Skip { reason } = &a else { panic!("{a:?}") };
+    assert!(reason.contains("no app behind the provider whose log would show a forwarded call"), "{reason}");
 }

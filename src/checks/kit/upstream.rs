@@ -1,0 +1,149 @@
+//! What a provider's upstream app saw. An adapter runs a tool by sending its app the
+//! operation the tool stands for, so a call whose arguments carry a nonce leaves that
+//! nonce in the app's own log when it ran, and nowhere when it did not. An allowed call
+//! with a nonce of its own is the control: only when the app logged that one does the
+//! absence of another prove anything. Proof by what the app received, never by what the
+//! gateway said.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::deployment::Deployment;
+use crate::engine::logs::LogOf;
+
+/// The last lines of each app container's log searched for nonces.
+const LOG_TAIL: usize = 4000;
+const LOG_MAX_BYTES: u64 = 8 << 20;
+/// An app may write its log a moment after it answered: the log is read again, this long
+/// apart and this often, until the control's nonce shows.
+const LOG_AGAIN_AFTER: Duration = Duration::from_millis(400);
+const LOG_AGAIN: usize = 5;
+
+/// A value no log holds by chance, in characters every URL carries as they are.
+pub fn nonce() -> String {
+    format!("cordon-nonce-{:016x}", rand::random::<u64>())
+}
+
+/// Arguments for a call of a tool whose input schema is `schema`: every string property
+/// holds `nonce`, every other required one its type's plainest value. `None` when no
+/// property is a free string: then no argument would carry the nonce to the app.
+pub fn nonce_arguments(schema: &Value, nonce: &str) -> Option<Value> {
+    let properties = schema.get("properties").and_then(Value::as_object)?;
+    let required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let mut out = Map::new();
+    let mut carried = false;
+    for (name, property) in properties {
+        let kind = property.get("type").and_then(Value::as_str);
+        let fixed = property.get("enum").and_then(Value::as_array).and_then(|e| e.first()).cloned();
+        let value = match (kind, fixed) {
+            (_, Some(first)) => Some(first),
+            (Some("string"), None) => {
+                carried = true;
+                Some(Value::String(nonce.to_string()))
+            }
+            (Some("integer" | "number"), None) => Some(Value::from(1)),
+            (Some("boolean"), None) => Some(Value::Bool(false)),
+            _ => None,
+        };
+        if let Some(v) = value.filter(|_| required.contains(&name.as_str()) || kind == Some("string")) {
+            out.insert(name.clone(), v);
+        }
+    }
+    carried.then_some(Value::Object(out))
+}
+
+/// What the app's containers logged of the nonces sent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UpstreamLog {
+    /// The app's compose service (or swarm service).
+    pub app: String,
+    /// The containers whose logs were read.
+    pub containers: Vec<String>,
+    /// nonce → the container whose log holds it.
+    pub seen: BTreeMap<String, String>,
+    /// Containers whose log could not be read, each with why.
+    pub unread: Vec<String>,
+}
+
+impl UpstreamLog {
+    pub fn holds(&self, nonce: &str) -> Option<&str> {
+        self.seen.get(nonce).map(String::as_str)
+    }
+}
+
+/// Reads the logs of every running container of `app` for `nonces`, again while the
+/// `control` nonce is not there yet (an app writes its log after it answers).
+pub async fn read_app_logs(deployment: &Deployment, app: &str, nonces: &[String], control: &str) -> UpstreamLog {
+    let targets = deployment.topology().running(app).to_vec();
+    let mut log = UpstreamLog { app: app.to_string(), ..UpstreamLog::default() };
+    let nonces: Vec<&str> = nonces.iter().map(String::as_str).chain([control]).collect();
+    for round in 0..=LOG_AGAIN {
+        log.containers.clear();
+        log.unread.clear();
+        for target in &targets {
+            let engine = match deployment.engine_of(target) {
+                Ok(e) => e,
+                Err(why) => {
+                    log.unread.push(format!("{}: {why}", target.name));
+                    continue;
+                }
+            };
+            let read = engine
+                .log_lines(LogOf::Container(&target.id), LOG_TAIL, LOG_MAX_BYTES, |_, _, text| {
+                    for nonce in nonces.iter().filter(|n| text.contains(**n)) {
+                        log.seen.entry(nonce.to_string()).or_insert_with(|| target.name.clone());
+                    }
+                })
+                .await;
+            match read {
+                Ok(_) => log.containers.push(target.name.clone()),
+                Err(e) => log.unread.push(format!("{}: {e}", target.name)),
+            }
+        }
+        if log.holds(control).is_some() || round == LOG_AGAIN {
+            break;
+        }
+        tokio::time::sleep(LOG_AGAIN_AFTER).await;
+    }
+    log
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn strings_carry_the_nonce_and_required_others_their_plainest_value() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "repo": {"type": "string"},
+                "owner": {"type": "string"},
+                "force": {"type": "boolean"},
+                "limit": {"type": "integer"},
+                "mode": {"type": "string", "enum": ["soft", "hard"]}
+            },
+            "required": ["repo", "force", "mode"]
+        });
+        assert_eq!(
+            nonce_arguments(&schema, "n1"),
+            Some(json!({"repo": "n1", "owner": "n1", "force": false, "mode": "soft"}))
+        );
+    }
+
+    #[test]
+    fn no_free_string_carries_no_nonce() {
+        for schema in [
+            json!({"type": "object"}),
+            json!({"type": "object", "properties": {"id": {"type": "integer"}}}),
+            json!({"type": "object", "properties": {"mode": {"type": "string", "enum": ["a"]}}}),
+        ] {
+            assert_eq!(nonce_arguments(&schema, "n1"), None, "{schema}");
+        }
+    }
+}
