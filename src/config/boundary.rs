@@ -117,6 +117,10 @@ pub struct SpecifiedTool {
     /// call of it that carries a nonce to the upstream is made of.
     #[serde(default)]
     pub input_schema: Option<Value>,
+    /// The upstream operation's path template (`/api/v1/repos/{repo}`), when given: an
+    /// argument named in it travels in the URL an app's access log shows.
+    #[serde(default)]
+    pub path: Option<String>,
 }
 
 /// An upstream specification: every tool the adapter could expose.
@@ -379,9 +383,12 @@ pub(super) fn specified_tools(value: &Value) -> Result<Vec<SpecifiedTool>, Strin
         return list
             .iter()
             .map(|t| match t.get("name").and_then(Value::as_str) {
-                Some(name) if !name.is_empty() => {
-                    Ok(SpecifiedTool { name: name.into(), mutating: mutating(t)?, input_schema: input_schema(t) })
-                }
+                Some(name) if !name.is_empty() => Ok(SpecifiedTool {
+                    name: name.into(),
+                    mutating: mutating(t)?,
+                    input_schema: input_schema(t),
+                    path: path(t),
+                }),
                 _ => Err(format!(
                     "has a tool without a name in `tools`: {}",
                     crate::text::body_excerpt(t.to_string().as_bytes(), 80)
@@ -394,9 +401,18 @@ pub(super) fn specified_tools(value: &Value) -> Result<Vec<SpecifiedTool>, Strin
             if !tool.is_object() || name.is_empty() {
                 return Err(format!("{shape}; `{}` is not", crate::config::strict::echo(name)));
             }
-            Ok(SpecifiedTool { name: name.clone(), mutating: mutating(tool)?, input_schema: input_schema(tool) })
+            Ok(SpecifiedTool {
+                name: name.clone(),
+                mutating: mutating(tool)?,
+                input_schema: input_schema(tool),
+                path: path(tool),
+            })
         })
         .collect()
+}
+
+fn path(tool: &Value) -> Option<String> {
+    tool.get("path").and_then(Value::as_str).map(str::to_string)
 }
 
 fn input_schema(tool: &Value) -> Option<Value> {

@@ -281,7 +281,7 @@ impl Probe for CallAllowlistCheck {
                 Err(attempt) => return attempt,
             };
             let denied = denied_names(&provider);
-            let (nonce_schemas, control) = upstream_probe(&provider);
+            let (nonce_schemas, control, in_path) = upstream_probe(&provider);
             let plan = |endpoints: &[(String, Endpoint)]| CallsPlan {
                 endpoints: endpoints.to_vec(),
                 bearers: bearers_of(ctx, &provider),
@@ -302,7 +302,7 @@ impl Probe for CallAllowlistCheck {
                     let (deployment, _) = ctx.deployment(&provider.id);
                     let nonces: Vec<String> =
                         observed.iter().flat_map(|s| s.nonces.iter().flatten().cloned()).collect();
-                    Some(upstream::read_app_logs(&deployment, &app.service, &nonces, &control).await)
+                    Some(upstream::read_app_logs(&deployment, &app.service, &nonces, &control, in_path).await)
                 }
                 _ => None,
             };
@@ -311,26 +311,33 @@ impl Probe for CallAllowlistCheck {
     }
 }
 
+/// Tool → schema, the control (tool, schema), the tools whose nonce travels in the path.
+type UpstreamProbe = (BTreeMap<String, Value>, Option<(String, Value)>, BTreeSet<String>);
+
 /// For a provider with an app behind it and a specification: the schema of every
-/// specified name that must not run, and an allowed, non-mutating tool whose schema has
-/// a string argument (the control). Nothing for any other provider: no app, no log.
-fn upstream_probe(provider: &Provider) -> (BTreeMap<String, Value>, Option<(String, Value)>) {
+/// specified tool, an allowed, non-mutating one whose nonce travels in its operation's
+/// path (the control), and every tool whose nonce does. Nothing for any other provider:
+/// no app, no log.
+fn upstream_probe(provider: &Provider) -> UpstreamProbe {
     let (Some(_), Some(spec)) = (&provider.app, &provider.boundary.specification) else {
-        return (BTreeMap::new(), None);
+        return (BTreeMap::new(), None, BTreeSet::new());
     };
     let schemas: BTreeMap<String, Value> =
         spec.tools.iter().filter_map(|t| Some((t.name.clone(), t.input_schema.clone()?))).collect();
+    let in_path: BTreeSet<String> = spec
+        .tools
+        .iter()
+        .filter(|t| t.input_schema.as_ref().zip(t.path.as_ref()).is_some_and(|(s, p)| upstream::carried_in_path(s, p)))
+        .map(|t| t.name.clone())
+        .collect();
     let mut allowed: Vec<&String> = provider.tools.allowlist.iter().collect();
     allowed.sort();
     let control = allowed
         .into_iter()
-        .filter(|t| !provider.tools.mutating.contains(t))
+        .filter(|t| !provider.tools.mutating.contains(t) && in_path.contains(*t))
         .filter(|t| spec.tools.iter().any(|s| &&s.name == t && !s.mutating))
-        .find_map(|t| {
-            let schema = schemas.get(t)?;
-            upstream::nonce_arguments(schema, "probe").map(|_| (t.clone(), schema.clone()))
-        });
-    (schemas, control)
+        .find_map(|t| Some((t.clone(), schemas.get(t)?.clone())));
+    (schemas, control, in_path)
 }
 
 /// The nonce of the allowed call, when one was made.
@@ -484,7 +491,7 @@ pub fn judge(
                 classify(name, answer, unknown)
             };
             let nonce = s.nonces.get(i).and_then(Option::as_deref);
-            let (verdict, proof) = with_upstream(verdict, answer, nonce, upstream, control_seen);
+            let (verdict, proof) = with_upstream(verdict, (name, answer), nonce, upstream, control_seen);
             evidence.extend(proof.map(|p| format!("{at}, {era}: tools/call {shown}: {p}")));
             match verdict {
                 Called::Refused => {}
@@ -520,7 +527,7 @@ pub fn judge(
 /// control call's nonce, makes an answer in the server's own words a refusal.
 fn with_upstream(
     verdict: Called,
-    answer: &CallAnswer,
+    (name, answer): (&str, &CallAnswer),
     nonce: Option<&str>,
     upstream: Option<&UpstreamLog>,
     control_seen: bool,
@@ -540,7 +547,7 @@ fn with_upstream(
             .fact("container", container);
             (Called::Ran(finding), Some(format!("its nonce {nonce} is in {container}'s log: it reached the app")))
         }
-        (None, Called::OwnWords) if control_seen => (
+        (None, Called::OwnWords) if control_seen && log.in_path.contains(name) => (
             Called::Refused,
             Some(format!(
                 "refused: app {} logged the allowed control call's nonce and not this call's ({nonce}), so it was never sent there",
@@ -581,7 +588,7 @@ fn upstream_why(
             "app {}'s log holds not even the allowed control call's nonce, so it does not show what the app receives",
             u.app
         ),
-        (Some(_), _) => "the specification gives that tool no string argument to carry a nonce".into(),
+        (Some(_), _) => "the specification gives that tool no string argument in its operation's path, where an access log would show a nonce".into(),
     }
 }
 

@@ -55,6 +55,17 @@ pub fn nonce_arguments(schema: &Value, nonce: &str) -> Option<Value> {
     carried.then_some(Value::Object(out))
 }
 
+/// A string argument of `schema` is a parameter of the operation's `path` template
+/// (`/repos/{repo}`): its nonce travels in the request line every access log shows.
+pub fn carried_in_path(schema: &Value, path: &str) -> bool {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return false };
+    properties.iter().any(|(name, p)| {
+        p.get("type").and_then(Value::as_str) == Some("string")
+            && p.get("enum").is_none()
+            && path.contains(&format!("{{{name}}}"))
+    })
+}
+
 /// What the app's containers logged of the nonces sent.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UpstreamLog {
@@ -66,6 +77,10 @@ pub struct UpstreamLog {
     pub seen: BTreeMap<String, String>,
     /// Containers whose log could not be read, each with why.
     pub unread: Vec<String>,
+    /// The tools whose nonce travels in the request line (a path parameter): only for
+    /// these does a nonce missing from a log that holds the control's prove the call was
+    /// never sent (an app logs its request lines, rarely its bodies).
+    pub in_path: std::collections::BTreeSet<String>,
 }
 
 impl UpstreamLog {
@@ -76,9 +91,15 @@ impl UpstreamLog {
 
 /// Reads the logs of every running container of `app` for `nonces`, again while the
 /// `control` nonce is not there yet (an app writes its log after it answers).
-pub async fn read_app_logs(deployment: &Deployment, app: &str, nonces: &[String], control: &str) -> UpstreamLog {
+pub async fn read_app_logs(
+    deployment: &Deployment,
+    app: &str,
+    nonces: &[String],
+    control: &str,
+    in_path: std::collections::BTreeSet<String>,
+) -> UpstreamLog {
     let targets = deployment.topology().running(app).to_vec();
-    let mut log = UpstreamLog { app: app.to_string(), ..UpstreamLog::default() };
+    let mut log = UpstreamLog { app: app.to_string(), in_path, ..UpstreamLog::default() };
     let nonces: Vec<&str> = nonces.iter().map(String::as_str).chain([control]).collect();
     for round in 0..=LOG_AGAIN {
         log.containers.clear();
@@ -134,6 +155,15 @@ mod tests {
             nonce_arguments(&schema, "n1"),
             Some(json!({"repo": "n1", "owner": "n1", "force": false, "mode": "soft"}))
         );
+    }
+
+    #[test]
+    fn a_nonce_in_the_path_is_in_every_access_log() {
+        let schema =
+            json!({"properties": {"repo": {"type": "string"}, "body": {"type": "string"}, "n": {"type": "integer"}}});
+        assert!(carried_in_path(&schema, "/api/v1/repos/{repo}"));
+        assert!(!carried_in_path(&schema, "/api/v1/issues"), "a body is not in the request line");
+        assert!(!carried_in_path(&schema, "/api/v1/items/{n}"), "a number carries no nonce");
     }
 
     #[test]

@@ -162,7 +162,12 @@ fn the_scenario_names_every_denied_name_once() {
         file: "tools.json".into(),
         tools: ["get", "list", "wipe"]
             .iter()
-            .map(|n| crate::config::SpecifiedTool { name: n.to_string(), mutating: false, input_schema: None })
+            .map(|n| crate::config::SpecifiedTool {
+                name: n.to_string(),
+                mutating: false,
+                input_schema: None,
+                path: None,
+            })
             .collect(),
     });
     let names: Vec<String> = denied_names(&p).into_iter().map(|(n, _)| n).collect();
@@ -211,6 +216,7 @@ fn app_log(seen: &[&str]) -> UpstreamLog {
         containers: vec!["gitea_1".into()],
         seen: seen.iter().map(|n| (n.to_string(), "gitea_1".to_string())).collect(),
         unread: vec![],
+        in_path: ["delete_everything".to_string()].into(),
     }
 }
 
@@ -246,6 +252,18 @@ fn the_app_log_judges_a_refusal(#[case] answer: CallAnswer, #[case] seen: &[&str
         }
         why => assert!(reason(&a).contains(why), "{a:?}"),
     }
+}
+
+#[test]
+fn a_nonce_only_in_a_body_proves_no_refusal_by_its_absence() {
+    let mut log = app_log(&["n-control"]);
+    log.in_path.clear();
+    let a = judge(&denied(), &[with_nonces(result(true, OWN_WORDS, false))], Some(&log), vec![]);
+    let Attempt::Skip { reason: why } = &a else { panic!("{a:?}") };
+    assert!(why.contains("no string argument in its operation's path"), "{why}");
+    let log = UpstreamLog { in_path: Default::default(), ..app_log(&["n-control", "n-denied"]) };
+    let a = judge(&denied(), &[with_nonces(result(true, OWN_WORDS, false))], Some(&log), vec![]);
+    assert!(reason(&a).contains("received it"), "a nonce seen anywhere is still a run: {a:?}");
 }
 
 #[test]
