@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use serde_saphyr::Spanned;
 use sha2::{Digest, Sha256};
 
 use super::context::Context;
@@ -59,6 +60,21 @@ pub fn specification(
     // Outside the role's own files: a finding of its own (lint), nothing to read here.
     let Ok(within) = super::lint::own_specification(role, &rel.value) else { return Err(()) };
     let path = role_dir.join(within);
+    let spec = read_pinned(ctx, file, rel, pin, &path)?;
+    let tools: BTreeSet<String> = spec.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+    check_against(ctx, file, m, &spec, &tools, &path);
+    if ctx.errors.len() > errors_before { Err(()) } else { Ok(Some(Specification { path, tools })) }
+}
+
+/// The specification's JSON at `path`, its bytes checked against `pin` (a mismatch is an
+/// error, the JSON still returned so the rest is checked too).
+fn read_pinned(
+    ctx: &mut Context,
+    file: &Path,
+    rel: &Spanned<String>,
+    pin: &Spanned<String>,
+    path: &Path,
+) -> Result<serde_json::Value, ()> {
     let bytes = match crate::fsutil::read_regular(&path, MAX_SPECIFICATION_BYTES) {
         Ok(bytes) => bytes,
         Err(e) => {
@@ -78,8 +94,8 @@ pub fn specification(
             ctx.error(file, Some(&pin.referenced), "adapter.specification_sha256", message);
         }
     }
-    let spec: serde_json::Value = match serde_json::from_slice(&bytes) {
-        Ok(v @ serde_json::Value::Object(_)) => v,
+    match serde_json::from_slice(&bytes) {
+        Ok(v @ serde_json::Value::Object(_)) => Ok(v),
         Ok(_) => {
             ctx.error(
                 file,
@@ -87,7 +103,7 @@ pub fn specification(
                 "adapter.specification_path",
                 format!("`{}` is not a JSON object of tools by name", path.display()),
             );
-            return Err(());
+            Err(())
         }
         Err(e) => {
             ctx.error(
@@ -96,10 +112,21 @@ pub fn specification(
                 "adapter.specification_path",
                 format!("`{}` is not JSON: {e}", path.display()),
             );
-            return Err(());
+            Err(())
         }
-    };
-    let tools: BTreeSet<String> = spec.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+    }
+}
+
+/// The platform's contract hash of the specification, and each allowlisted tool: in the
+/// specification, and a GET or HEAD operation while mutations are off.
+fn check_against(
+    ctx: &mut Context,
+    file: &Path,
+    m: &McpFile,
+    spec: &serde_json::Value,
+    tools: &BTreeSet<String>,
+    path: &Path,
+) {
     if let Some(schema) = m.tools.as_ref().and_then(|t| t.value.schema_sha256.as_ref())
         && let Ok(pinned) = sha256_hex(&schema.value)
     {
@@ -150,5 +177,4 @@ pub fn specification(
             }
         }
     }
-    if ctx.errors.len() > errors_before { Err(()) } else { Ok(Some(Specification { path, tools })) }
 }

@@ -34,23 +34,81 @@ pub struct Request {
 /// The credential id of the Open WebUI admin's password, and its variable.
 pub const OPENWEBUI_PASSWORD: (&str, &str) = ("openwebui-admin-password", "OPENWEBUI_ADMIN_PASSWORD");
 
+/// The providers imported so far, with their credentials, and which principal (owner) and
+/// which secret (source, owner or role, key) each credential is: a principal is never
+/// shared, and two secrets whose variable names collide are never merged into one.
+#[derive(Default)]
+struct Ledger {
+    /// owner → (provider, where its secret lives).
+    principals: BTreeMap<String, (String, String)>,
+    /// variable → provider.
+    secrets: BTreeMap<String, String>,
+    providers: BTreeMap<String, ImportedProvider>,
+    credentials: BTreeMap<String, CredentialRef>,
+    notes: Vec<String>,
+}
+
+impl Ledger {
+    fn admit(&mut self, ctx: &mut Context, role: &Role, mut p: ImportedProvider, mut credential: CredentialRef) {
+        let decl = role.mcp.as_ref().and_then(|m| m.value.credential.as_ref());
+        let at = decl.map(|c| c.referenced);
+        let file = role.mcp.as_ref().map(|m| m.file.clone()).unwrap_or_default();
+        let owner = decl.and_then(|c| c.value.owner.clone()).unwrap_or_default().trim().to_string();
+        if let Some((other, origin)) = self.principals.get(&owner) {
+            let message = format!(
+                "authenticates as principal `{owner}`, as provider `{other}` does ({origin}): every provider needs its own principal, so revoking one cannot disarm the others",
+            );
+            ctx.lint(lint::PRINCIPAL_SHARED, &file, at.as_ref(), "credential.owner", message);
+            return;
+        }
+        self.principals.insert(owner, (p.id.clone(), credential.origin.clone()));
+        if let Some(holder) = self.secrets.get(&credential.env) {
+            // Another principal's secret under the same variable name (`a-b`/`c` and
+            // `a`/`b-c` both spell A_B_C): this one gets a name of its own.
+            let env = provider::distinct_env(&credential.env, &credential.origin);
+            self.notes.push(format!(
+                "{}: its credential ({}) and {holder}'s would share the variable {}; it is read from {env} instead",
+                p.id, credential.origin, credential.env
+            ));
+            credential.env = env;
+            p.credential = provider::credential_id(&credential.env);
+        }
+        self.secrets.insert(credential.env.clone(), p.id.clone());
+        self.credentials.insert(p.credential.clone(), credential);
+        self.providers.insert(p.id.clone(), p);
+    }
+}
+
+/// Roles first, by id; then client-provider pairs, by client and provider.
+fn rejection_order(r: &super::model::Rejection) -> (u8, String, u8, String, Code) {
+    match &r.subject {
+        Subject::Role => (0, r.role.clone(), 0, String::new(), r.code),
+        Subject::Provider => (0, r.role.clone(), 1, String::new(), r.code),
+        Subject::Client => (0, r.role.clone(), 2, String::new(), r.code),
+        Subject::PairWith(client) => (1, client.clone(), 0, r.role.clone(), r.code),
+    }
+}
+
+/// Every name `--deployed` gives is a role of the tree.
+fn deployed_are_roles(request: &Request, roles: &Roles) -> Result<(), ConfigErrors> {
+    let unknown: Vec<ConfigError> = request
+        .deployed
+        .iter()
+        .filter(|d| roles.get(d).is_none())
+        .map(|d| {
+            ConfigError::whole_file(
+                &request.roles_dir,
+                format!("--deployed names `{d}`, which is no role here (no `{d}/meta/` directory)"),
+            )
+        })
+        .collect();
+    if unknown.is_empty() { Ok(()) } else { Err(ConfigErrors(unknown)) }
+}
+
 pub fn import(request: &Request) -> Result<Import, ConfigErrors> {
     let roles = Roles::load(&request.roles_dir)?;
     if request.deployed_are_roles {
-        let unknown: Vec<ConfigError> = request
-            .deployed
-            .iter()
-            .filter(|d| roles.get(d).is_none())
-            .map(|d| {
-                ConfigError::whole_file(
-                    &request.roles_dir,
-                    format!("--deployed names `{d}`, which is no role here (no `{d}/meta/` directory)"),
-                )
-            })
-            .collect();
-        if !unknown.is_empty() {
-            return Err(ConfigErrors(unknown));
-        }
+        deployed_are_roles(request, &roles)?;
     }
     let errors = validate::metadata(&roles);
     if !errors.is_empty() {
@@ -60,15 +118,8 @@ pub fn import(request: &Request) -> Result<Import, ConfigErrors> {
     for role in roles.by_id.values() {
         lint::every_role(&mut ctx, role);
     }
-    // Which principal (owner) and which secret (source, owner or role, key) each
-    // imported provider's credential is: a principal is never shared, and two secrets
-    // whose variable names collide are never merged into one.
-    let mut principals: BTreeMap<String, (String, String)> = BTreeMap::new();
-    let mut secrets: BTreeMap<String, String> = BTreeMap::new();
-    let mut providers: BTreeMap<String, ImportedProvider> = BTreeMap::new();
-    let mut credentials: BTreeMap<String, CredentialRef> = BTreeMap::new();
+    let mut ledger = Ledger::default();
     let mut clients: Vec<&Role> = Vec::new();
-    let mut notes = Vec::new();
     for role in roles.by_id.values() {
         let stand = standing(&mut ctx, role);
         let (serves, consumes) = (words::is_server(direction(role)), words::is_client(direction(role)));
@@ -108,36 +159,12 @@ pub fn import(request: &Request) -> Result<Import, ConfigErrors> {
         if !serves {
             continue;
         }
-        let Some((mut p, mut credential)) = provider::resolve(&mut ctx, role, mode, &request.scenario_dir) else {
+        let Some((p, credential)) = provider::resolve(&mut ctx, role, mode, &request.scenario_dir) else {
             continue;
         };
-        let decl = role.mcp.as_ref().and_then(|m| m.value.credential.as_ref());
-        let at = decl.map(|c| c.referenced);
-        let file = role.mcp.as_ref().map(|m| m.file.clone()).unwrap_or_default();
-        let owner = decl.and_then(|c| c.value.owner.clone()).unwrap_or_default().trim().to_string();
-        if let Some((other, origin)) = principals.get(&owner) {
-            let message = format!(
-                "authenticates as principal `{owner}`, as provider `{other}` does ({origin}): every provider needs its own principal, so revoking one cannot disarm the others",
-            );
-            ctx.lint(lint::PRINCIPAL_SHARED, &file, at.as_ref(), "credential.owner", message);
-            continue;
-        }
-        principals.insert(owner, (p.id.clone(), credential.origin.clone()));
-        if let Some(holder) = secrets.get(&credential.env) {
-            // Another principal's secret under the same variable name (`a-b`/`c` and
-            // `a`/`b-c` both spell A_B_C): this one gets a name of its own.
-            let env = provider::distinct_env(&credential.env, &credential.origin);
-            notes.push(format!(
-                "{}: its credential ({}) and {holder}'s would share the variable {}; it is read from {env} instead",
-                p.id, credential.origin, credential.env
-            ));
-            credential.env = env;
-            p.credential = provider::credential_id(&credential.env);
-        }
-        secrets.insert(credential.env.clone(), p.id.clone());
-        credentials.insert(p.credential.clone(), credential);
-        providers.insert(p.id.clone(), p);
+        ledger.admit(&mut ctx, role, p, credential);
     }
+    let Ledger { mut providers, mut credentials, mut notes, .. } = ledger;
     let mut imported: BTreeMap<String, ImportedClient> = BTreeMap::new();
     for role in &clients {
         imported.insert(role.id.clone(), client(role));
@@ -152,13 +179,7 @@ pub fn import(request: &Request) -> Result<Import, ConfigErrors> {
         return Err(ConfigErrors(ctx.errors));
     }
     let mut rejections = ctx.rejections;
-    // Roles first, by id; then client-provider pairs, by client and provider.
-    rejections.sort_by_key(|r| match &r.subject {
-        Subject::Role => (0, r.role.clone(), 0, String::new(), r.code),
-        Subject::Provider => (0, r.role.clone(), 1, String::new(), r.code),
-        Subject::Client => (0, r.role.clone(), 2, String::new(), r.code),
-        Subject::PairWith(client) => (1, client.clone(), 0, r.role.clone(), r.code),
-    });
+    rejections.sort_by_key(rejection_order);
     Ok(Import {
         name: platform_name(&request.roles_dir),
         project: request.project.clone(),

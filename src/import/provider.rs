@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::adapter::{self, Specification};
 use super::context::Context;
 use super::endpoint::{self, internal_ports};
-use super::metadata::{AdapterDecl, CredentialDecl, LimitsDecl, McpFile, ProbeCallDecl, UpstreamServes};
+use super::metadata::{AdapterDecl, CredentialDecl, LimitsDecl, McpFile, ProbeCallDecl, ToolsDecl, UpstreamServes};
 use super::model::{
     BoundaryKeys, Code, CredentialRef, ImportedApp, ImportedImage, ImportedProvider, ImportedRead, Subject,
 };
@@ -15,6 +15,7 @@ use super::roles::Role;
 use super::vocabulary::{self as words};
 use crate::config::{Expectation, ProviderLimits};
 use crate::mcp::Transport;
+use serde_saphyr::Spanned;
 
 /// How the provider is imported: a live surface with its whole contract, or a disabled
 /// one that must be dark (only where it was and how to knock).
@@ -45,32 +46,7 @@ pub fn resolve(
     if mode == Mode::Active && !guarded_by_a_bearer(ctx, role, file, m) {
         return None;
     }
-    let credential = match credential(&role.id, m.credential.as_ref().map(|c| &c.value)) {
-        Ok(c) => c,
-        Err(detail) => {
-            // Authorized means it must work: a deployed client the provider admits would be
-            // handed nothing, so the import fails rather than leave the pair unchecked.
-            let waiting: Vec<&str> = m
-                .allowed_consumers
-                .iter()
-                .flat_map(|l| l.value.iter().map(|c| c.value.as_str()))
-                .filter(|c| ctx.deployed.contains(*c) && *c != role.id)
-                .collect();
-            if mode == Mode::Active && !waiting.is_empty() {
-                let at =
-                    m.credential.as_ref().map(|c| c.referenced).or(m.classification.as_ref().map(|c| c.referenced));
-                let message = format!(
-                    "provider {} {detail}, yet admits the deployed consumer(s) {}: an authorized connection that cannot be rendered",
-                    role.id,
-                    waiting.join(", ")
-                );
-                ctx.lint(crate::import::lint::CREDENTIAL_MISSING, file, at.as_ref(), "credential", message);
-            } else {
-                ctx.reject(&role.id, Subject::Provider, Code::CredentialMissing, detail);
-            }
-            return None;
-        }
-    };
+    let credential = credential_or_refusal(ctx, role, file, m, mode)?;
     let endpoint = endpoint_of(ctx, role, file, m, mode)?;
     let implementation = m.implementation.as_ref().map(|i| i.value.as_str()).unwrap_or_default();
     let is_sidecar = words::SIDECAR_IMPLEMENTATIONS.contains(&implementation);
@@ -146,6 +122,41 @@ pub fn resolve(
 
 /// An enabled provider states how it is guarded, and cordon can present it: a bearer.
 /// False (an error, or a rejection listed in `ctx`) otherwise.
+/// The provider's credential reference. Without one, authorized means it must work: a
+/// deployed client the provider admits would be handed nothing, so the import fails
+/// (lint `credential_missing`) rather than leave the pair unchecked; with no such client
+/// the provider is left out with its code.
+fn credential_or_refusal(
+    ctx: &mut Context,
+    role: &Role,
+    file: &Path,
+    m: &McpFile,
+    mode: Mode,
+) -> Option<CredentialRef> {
+    let detail = match credential(&role.id, m.credential.as_ref().map(|c| &c.value)) {
+        Ok(c) => return Some(c),
+        Err(detail) => detail,
+    };
+    let waiting: Vec<&str> = m
+        .allowed_consumers
+        .iter()
+        .flat_map(|l| l.value.iter().map(|c| c.value.as_str()))
+        .filter(|c| ctx.deployed.contains(*c) && *c != role.id)
+        .collect();
+    if mode == Mode::Active && !waiting.is_empty() {
+        let at = m.credential.as_ref().map(|c| c.referenced).or(m.classification.as_ref().map(|c| c.referenced));
+        let message = format!(
+            "provider {} {detail}, yet admits the deployed consumer(s) {}: an authorized connection that cannot be rendered",
+            role.id,
+            waiting.join(", ")
+        );
+        ctx.lint(crate::import::lint::CREDENTIAL_MISSING, file, at.as_ref(), "credential", message);
+    } else {
+        ctx.reject(&role.id, Subject::Provider, Code::CredentialMissing, detail);
+    }
+    None
+}
+
 fn guarded_by_a_bearer(ctx: &mut Context, role: &Role, file: &Path, m: &McpFile) -> bool {
     match m.auth.as_ref().map(|a| a.value.as_str()) {
         None => {
@@ -242,21 +253,7 @@ fn contract(ctx: &mut Context, file: &Path, m: &McpFile, spec: Option<&Specifica
         return None;
     };
     let t = &tools.value;
-    let upstream: Vec<String> = match t.upstream_serves.as_ref().map(|u| &u.value) {
-        Some(UpstreamServes::Names(names)) => names.clone(),
-        Some(UpstreamServes::Word(w)) if w == "dynamic" => Vec::new(),
-        Some(UpstreamServes::Word(w)) => {
-            let at = t.upstream_serves.as_ref().map(|u| u.referenced);
-            ctx.error(
-                file,
-                at.as_ref(),
-                "tools.upstream_serves",
-                format!("`{w}`: expected a list of tool names or `dynamic`"),
-            );
-            return None;
-        }
-        None => Vec::new(),
-    };
+    let upstream = upstream_serves(ctx, file, t)?;
     let Some(allowlist) = &t.allowlist else {
         let dynamic = matches!(t.upstream_serves.as_ref().map(|u| &u.value), Some(UpstreamServes::Word(_)));
         let message = if dynamic {
@@ -269,68 +266,23 @@ fn contract(ctx: &mut Context, file: &Path, m: &McpFile, spec: Option<&Specifica
         return None;
     };
     let before = ctx.errors.len();
-    let mut names: Vec<String> = Vec::new();
-    for (i, tool) in allowlist.value.iter().enumerate() {
-        if names.contains(&tool.value) {
-            ctx.error(
-                file,
-                Some(&tool.referenced),
-                &format!("tools.allowlist[{i}]"),
-                format!("tool `{}` is listed twice", tool.value),
-            );
-        }
-        names.push(tool.value.clone());
-    }
+    let names = allowlisted(ctx, file, allowlist);
     let writer_only = t.writer_allowlist.iter().flatten().filter(|n| !names.contains(n)).cloned();
     let mutating: BTreeSet<String> = t.mutating.iter().flatten().cloned().chain(writer_only).collect();
     let mutating_enabled = t.mutating_tools_enabled.as_ref().is_some_and(|f| f.value.0);
-    let served_mutating: Vec<&String> = names.iter().filter(|n| mutating.contains(*n)).collect();
+    let served_mutating: Vec<&str> = names.iter().filter(|n| mutating.contains(*n)).map(String::as_str).collect();
     if !mutating_enabled && !served_mutating.is_empty() {
-        let shown: Vec<&str> = served_mutating.iter().map(|s| s.as_str()).collect();
         let message = format!(
             "allows the mutating tools {} while `mutating_tools_enabled` is not true: the contract contradicts itself",
-            shown.join(", ")
+            served_mutating.join(", ")
         );
         ctx.error(file, Some(&allowlist.referenced), "tools.allowlist", message);
     }
-    let read = t.read_probe.as_ref().and_then(|probe| {
-        let p = &probe.value;
-        if !names.contains(&p.tool.value) {
-            let message = format!("read tool `{}` is not in the allowlist ({})", p.tool.value, names.join(", "));
-            ctx.error(file, Some(&p.tool.referenced), "tools.read_probe.tool", message);
-            return None;
-        }
-        let arguments = p.arguments.clone().unwrap_or_else(|| serde_json::json!({}));
-        if !arguments.is_object() {
-            ctx.error(file, Some(&probe.referenced), "tools.read_probe.arguments", "arguments must be a mapping");
-            return None;
-        }
-        Some(ImportedRead {
-            tool: p.tool.value.clone(),
-            arguments,
-            expectation_declared: p.expect.is_some(),
-            expect: p.expect.clone().unwrap_or_else(|| Expectation::TextContains(String::new())),
-        })
-    });
-    let mut probe = |which: &str, call: Option<&serde_saphyr::Spanned<ProbeCallDecl>>| {
-        let c = &call?.value;
-        let key = format!("tools.limit_probes.{which}");
-        if !names.contains(&c.tool.value) {
-            let message = format!("tool `{}` is not in the allowlist ({})", c.tool.value, names.join(", "));
-            ctx.error(file, Some(&c.tool.referenced), &format!("{key}.tool"), message);
-            return None;
-        }
-        let arguments = c.arguments.clone().unwrap_or_else(|| serde_json::json!({}));
-        if !arguments.is_object() {
-            ctx.error(file, Some(&c.tool.referenced), &format!("{key}.arguments"), "arguments must be a mapping");
-            return None;
-        }
-        Some(crate::config::ProbeCall { tool: c.tool.value.clone(), arguments })
-    };
+    let read = read_probe(ctx, file, t, &names);
     let probes = t.limit_probes.as_ref().map(|p| &p.value);
     let limit_probes = crate::config::LimitProbes {
-        slow: probe("slow", probes.and_then(|p| p.slow.as_ref())),
-        large: probe("large", probes.and_then(|p| p.large.as_ref())),
+        slow: probe_call(ctx, file, "slow", probes.and_then(|p| p.slow.as_ref()), &names),
+        large: probe_call(ctx, file, "large", probes.and_then(|p| p.large.as_ref()), &names),
     };
     if ctx.errors.len() > before {
         return None;
@@ -352,6 +304,80 @@ fn contract(ctx: &mut Context, file: &Path, m: &McpFile, spec: Option<&Specifica
         limit_probes,
         denied: denied.into_iter().collect(),
     })
+}
+
+/// `tools.upstream_serves`: the names the upstream serves (none for `dynamic` or when not
+/// given); `None` after an error for any other word.
+fn upstream_serves(ctx: &mut Context, file: &Path, t: &ToolsDecl) -> Option<Vec<String>> {
+    match t.upstream_serves.as_ref().map(|u| &u.value) {
+        Some(UpstreamServes::Names(names)) => Some(names.clone()),
+        Some(UpstreamServes::Word(w)) if w == "dynamic" => Some(Vec::new()),
+        Some(UpstreamServes::Word(w)) => {
+            let at = t.upstream_serves.as_ref().map(|u| u.referenced);
+            let message = format!("`{w}`: expected a list of tool names or `dynamic`");
+            ctx.error(file, at.as_ref(), "tools.upstream_serves", message);
+            None
+        }
+        None => Some(Vec::new()),
+    }
+}
+
+/// The allowlist's names in its order; a name listed twice is an error.
+fn allowlisted(ctx: &mut Context, file: &Path, allowlist: &Spanned<Vec<Spanned<String>>>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (i, tool) in allowlist.value.iter().enumerate() {
+        if names.contains(&tool.value) {
+            let message = format!("tool `{}` is listed twice", tool.value);
+            ctx.error(file, Some(&tool.referenced), &format!("tools.allowlist[{i}]"), message);
+        }
+        names.push(tool.value.clone());
+    }
+    names
+}
+
+/// `tools.read_probe`: an allowlisted tool with a mapping of arguments.
+fn read_probe(ctx: &mut Context, file: &Path, t: &ToolsDecl, names: &[String]) -> Option<ImportedRead> {
+    let probe = t.read_probe.as_ref()?;
+    let p = &probe.value;
+    if !names.contains(&p.tool.value) {
+        let message = format!("read tool `{}` is not in the allowlist ({})", p.tool.value, names.join(", "));
+        ctx.error(file, Some(&p.tool.referenced), "tools.read_probe.tool", message);
+        return None;
+    }
+    let arguments = p.arguments.clone().unwrap_or_else(|| serde_json::json!({}));
+    if !arguments.is_object() {
+        ctx.error(file, Some(&probe.referenced), "tools.read_probe.arguments", "arguments must be a mapping");
+        return None;
+    }
+    Some(ImportedRead {
+        tool: p.tool.value.clone(),
+        arguments,
+        expectation_declared: p.expect.is_some(),
+        expect: p.expect.clone().unwrap_or_else(|| Expectation::TextContains(String::new())),
+    })
+}
+
+/// `tools.limit_probes.<which>`: an allowlisted tool with a mapping of arguments.
+fn probe_call(
+    ctx: &mut Context,
+    file: &Path,
+    which: &str,
+    call: Option<&Spanned<ProbeCallDecl>>,
+    names: &[String],
+) -> Option<crate::config::ProbeCall> {
+    let c = &call?.value;
+    let key = format!("tools.limit_probes.{which}");
+    if !names.contains(&c.tool.value) {
+        let message = format!("tool `{}` is not in the allowlist ({})", c.tool.value, names.join(", "));
+        ctx.error(file, Some(&c.tool.referenced), &format!("{key}.tool"), message);
+        return None;
+    }
+    let arguments = c.arguments.clone().unwrap_or_else(|| serde_json::json!({}));
+    if !arguments.is_object() {
+        ctx.error(file, Some(&c.tool.referenced), &format!("{key}.arguments"), "arguments must be a mapping");
+        return None;
+    }
+    Some(crate::config::ProbeCall { tool: c.tool.value.clone(), arguments })
 }
 
 /// The image an adapter's metadata pins, when it names one and its digest (the lint
