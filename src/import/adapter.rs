@@ -75,7 +75,7 @@ fn read_pinned(
     pin: &Spanned<String>,
     path: &Path,
 ) -> Result<serde_json::Value, ()> {
-    let bytes = match crate::fsutil::read_regular(&path, MAX_SPECIFICATION_BYTES) {
+    let bytes = match crate::fsutil::read_regular(path, MAX_SPECIFICATION_BYTES) {
         Ok(bytes) => bytes,
         Err(e) => {
             let message =
@@ -130,7 +130,7 @@ fn check_against(
     if let Some(schema) = m.tools.as_ref().and_then(|t| t.value.schema_sha256.as_ref())
         && let Ok(pinned) = sha256_hex(&schema.value)
     {
-        let actual = hex::encode(Sha256::digest(crate::mcp::canonical_json(&spec).as_bytes()));
+        let actual = hex::encode(Sha256::digest(crate::mcp::canonical_json(spec).as_bytes()));
         if !pin_matches(&pinned, &actual) {
             let message = format!(
                 "the platform's contract hash of `{}` (sorted keys, `,`/`:` separators) is {actual}, not the pinned {pinned}",
