@@ -94,6 +94,11 @@ pub fn execute(request: RunRequest) -> Ending {
         .expect("cannot start the tokio runtime");
     // One clock for the run: discovery's waiting spends the same deadline as the checks.
     let clock = RunClock::new(&suite);
+    {
+        // Ctrl-C ends every run as interrupted (exit 130), after undoing what it made.
+        let _inside = runtime.enter();
+        interrupt::listen();
+    }
     let deployment = match discover(&runtime, project, &scenario, &suite, &clock, &redactor) {
         Found::Deployment(d) => d,
         Found::Ended(ending) => return ending,

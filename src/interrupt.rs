@@ -1,6 +1,7 @@
 //! Ctrl-C for the families that change a deployment while they check it (Open WebUI's
-//! users and groups, Flowise's API keys and chat records, n8n's executions): one SIGINT
-//! handler for the whole run, and a registry of cleanups, one per family. On the first
+//! users and groups, Flowise's API keys and chat records, n8n's executions) and for the
+//! carriers a swarm run starts: one SIGINT listener for the whole run
+//! (`tokio::signal`), and a registry of cleanups, one per family. On the first
 //! Ctrl-C nothing new is made ([`interrupted`]), every registered cleanup runs at once
 //! within 90 s, what could not be undone is printed, and the run ends with
 //! [`Ending::Interrupted`]: the cleanup asks for the end ([`request_exit`]) and the run,
@@ -13,6 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
+use tokio::sync::watch;
 
 /// Undoes what one family still has pending; returns what it could not undo.
 pub type Cleanup = Arc<dyn Fn() -> BoxFuture<'static, Vec<String>> + Send + Sync>;
@@ -20,25 +22,27 @@ pub type Cleanup = Arc<dyn Fn() -> BoxFuture<'static, Vec<String>> + Send + Sync
 const BUDGET: Duration = Duration::from_secs(90);
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-static EXIT_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// Set once what was made is undone: the run ends then. A channel, so that whoever waits
+/// for it wakes when it is set, and whoever asks later sees it set.
+fn exit_requested() -> &'static watch::Sender<bool> {
+    static EXIT: OnceLock<watch::Sender<bool>> = OnceLock::new();
+    EXIT.get_or_init(|| watch::Sender::new(false))
+}
 
 /// What was made is undone (or the budget is spent): the run ends now, with
 /// [`Ending::Interrupted`]. Library code never exits the process itself.
 pub fn request_exit() {
-    EXIT_REQUESTED.store(true, Ordering::SeqCst);
+    exit_requested().send_replace(true);
 }
 
 /// Runs `work` to its end, or until an exit is requested after Ctrl-C (then `None`: the
 /// caller returns [`Ending::Interrupted`]).
 pub async fn unless_interrupted<F: std::future::Future>(work: F) -> Option<F::Output> {
-    let exit_requested = async {
-        while !EXIT_REQUESTED.load(Ordering::SeqCst) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
+    let mut exit = exit_requested().subscribe();
     tokio::select! {
         biased;
-        () = exit_requested => None,
+        _ = exit.wait_for(|requested| *requested) => None,
         done = work => Some(done),
     }
 }
@@ -48,50 +52,64 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-extern "C" fn on_sigint(_: libc::c_int) {
-    if INTERRUPTED.swap(true, Ordering::SeqCst) {
-        // A second Ctrl-C: stop at once.
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(crate::exit::INTERRUPTED_AT_ONCE) };
-    }
-}
-
 fn cleanups() -> &'static Mutex<BTreeMap<&'static str, Cleanup>> {
     static CLEANUPS: OnceLock<Mutex<BTreeMap<&'static str, Cleanup>>> = OnceLock::new();
     CLEANUPS.get_or_init(Default::default)
 }
 
 /// Registers `cleanup` for `app` (a later registration for the same app replaces it) and
-/// installs the handler once. Call it from the run's tokio runtime.
+/// makes sure Ctrl-C is listened to. Call it from the run's tokio runtime.
 pub fn on_interrupt(app: &'static str, cleanup: Cleanup) {
     cleanups().lock().expect("cleanup lock").insert(app, cleanup);
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
-        let action = SigAction::new(SigHandler::Handler(on_sigint), SaFlags::SA_RESTART, SigSet::empty());
-        // SAFETY: the handler only touches an atomic and calls _exit.
-        if unsafe { sigaction(Signal::SIGINT, &action) }.is_err() {
-            return;
-        }
+    listen();
+}
+
+/// Listens for Ctrl-C (SIGINT) for the rest of the process, once: the first one runs
+/// every registered cleanup (at once, within [`BUDGET`]) and then ends the run; a second
+/// one stops at once. Call it from the run's tokio runtime.
+pub fn listen() {
+    static LISTENING: OnceLock<()> = OnceLock::new();
+    LISTENING.get_or_init(|| {
+        let mut sigint = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("warning: Ctrl-C cannot be caught ({e}): it stops cordon without undoing anything");
+                return;
+            }
+        };
         tokio::spawn(async move {
-            while !interrupted() {
-                tokio::time::sleep(Duration::from_millis(100)).await;
+            if sigint.recv().await.is_none() {
+                return;
             }
-            let all: Vec<(&'static str, Cleanup)> =
-                cleanups().lock().expect("cleanup lock").iter().map(|(a, c)| (*a, c.clone())).collect();
-            let apps: Vec<&str> = all.iter().map(|(a, _)| *a).collect();
-            eprintln!("interrupted: undoing what cordon changed in {} (Ctrl-C again to stop at once)", apps.join(", "));
-            let undo = futures_util::future::join_all(all.iter().map(|(_, c)| c()));
-            match tokio::time::timeout(BUDGET, undo).await {
-                Ok(left) => left.into_iter().flatten().for_each(|l| eprintln!("warning: {l}")),
-                Err(_) => eprintln!(
-                    "warning: undoing took longer than {} s; leftovers carry cordon's prefix cordon-eph-",
-                    BUDGET.as_secs()
-                ),
-            }
+            INTERRUPTED.store(true, Ordering::SeqCst);
+            tokio::spawn(async move {
+                if sigint.recv().await.is_some() {
+                    std::process::exit(crate::exit::INTERRUPTED_AT_ONCE);
+                }
+            });
+            undo_all().await;
             request_exit();
         });
     });
+}
+
+/// Every registered cleanup at once, within the budget; what could not be undone is said.
+async fn undo_all() {
+    let all: Vec<(&'static str, Cleanup)> =
+        cleanups().lock().expect("cleanup lock").iter().map(|(a, c)| (*a, c.clone())).collect();
+    if all.is_empty() {
+        return;
+    }
+    let apps: Vec<&str> = all.iter().map(|(a, _)| *a).collect();
+    eprintln!("interrupted: undoing what cordon changed in {} (Ctrl-C again to stop at once)", apps.join(", "));
+    let undo = futures_util::future::join_all(all.iter().map(|(_, c)| c()));
+    match tokio::time::timeout(BUDGET, undo).await {
+        Ok(left) => left.into_iter().flatten().for_each(|l| eprintln!("warning: {l}")),
+        Err(_) => eprintln!(
+            "warning: undoing took longer than {} s; leftovers carry cordon's prefix cordon-eph-",
+            BUDGET.as_secs()
+        ),
+    }
 }
 
 /// After Ctrl-C a check that ends waits here: the cleanup ends the run when it is done,

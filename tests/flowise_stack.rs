@@ -12,10 +12,12 @@ mod support;
 
 use std::time::Instant;
 
-use support::clients::{ClientStack, Kind, Outcome, every_variant_is_listed};
+use support::clients::{ClientStack, Kind, Leftovers, Outcome, every_variant_is_listed, nodeapp_image};
 
 const FLOWISE: Kind = Kind {
     name: "flowise",
+    setup: ("tests/clients/setup.sh", "Node 24, Flowise and n8n from npm"),
+    image: ("CORDON_NODEAPP_IMAGE", nodeapp_image),
     secrets: &[
         "NATIVE_TOKEN",
         "FILES_TOKEN",
@@ -25,7 +27,10 @@ const FLOWISE: Kind = Kind {
         "FLOWISE_ADMIN_PASSWORD",
         "FLOWISE_SECRET_KEY",
     ],
-    leftovers: r#"
+    password_suffix: "-Aa1!",
+    never_printed: &[],
+    leftovers: Leftovers::Node(
+        r#"
 const B = 'http://127.0.0.1:3000';
 let cookie = '';
 const call = async (m, p, b) => {
@@ -45,6 +50,7 @@ const list = (v) => (Array.isArray(v) ? v : (v && v.data) || []);
   }
 })().catch((e) => { console.error(e); process.exit(1); });
 "#,
+    ),
 };
 
 /// The variants in the order they are deployed: the registry's first (no recreate),
@@ -63,7 +69,7 @@ const BROKEN: [&str; 8] = [
 #[test]
 fn flowise_reference_stack_and_every_broken_variant() {
     let started = Instant::now();
-    let stack = ClientStack::up(&FLOWISE, "198.18");
+    let stack = ClientStack::up(&FLOWISE, "e2e", "198.18");
     let mut o = Outcome::default();
     o.timings.push(format!("first deploy: {:.1}s", stack.deployed_in.as_secs_f64()));
     o.reference(&stack, 4);

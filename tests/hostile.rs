@@ -388,6 +388,49 @@ fn checks_queued_behind_dripping_servers_share_the_run_s_hard_stop() {
     assert!(waited > 0, "more checks than slots, yet none waited past the hard stop:\n{}", run.stdout);
 }
 
+/// Ctrl-C (issue 25: one `tokio::signal` listener for the whole run): a run held by a
+/// dripping server ends at once as interrupted, exit 130, with no panic, and a second
+/// Ctrl-C is not needed.
+#[test]
+fn ctrl_c_ends_a_held_run_as_interrupted() {
+    let _pass = GATE.enter();
+    let server = Hostile::start("drip-all", BAD_TOKEN, GOOD_TOKEN);
+    let fixture = Fixture::new();
+    let url = server.url("/mcp");
+    fixture.scenario(
+        &[("one", BAD_TOKEN)],
+        &[ProviderYaml {
+            id: "one",
+            url: &url,
+            sse: false,
+            credential: "one",
+            allowlist: &["add", "echo"],
+            extra: ADD_READ,
+        }],
+    );
+    let suite =
+        fixture.write("suite.yaml", "mode: host\nfamilies: [contract]\ntimeouts: { connect: 2s, deadline: 0s }\n");
+    let child = Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args(["run", "--suite"])
+        .arg(&suite)
+        .args(["--scenario", "scenario.yaml", "--results", "results"])
+        .current_dir(fixture.dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The drip holds every check for its whole exchange limit (15 s): well past this.
+    std::thread::sleep(Duration::from_secs(2));
+    let pressed = std::time::Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("MEASURED Ctrl-C to exit: {:.2}s", pressed.elapsed().as_secs_f64());
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(pressed.elapsed() < Duration::from_secs(5), "Ctrl-C took {:?}", pressed.elapsed());
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 /// Issue 15: a gateway that filters only tools/list. `delete_everything` is never listed
 /// and the scenario denies it; every way of running it anyway that shows fails
 /// `contract::bad::call_allowlist` for its reason, and a correct server passes. An error

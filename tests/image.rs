@@ -86,7 +86,8 @@ fn run_image(stack: &Stack, options: &[String], out: &Path) -> Run {
     cmd.arg("run").args(options);
     cmd.arg("-v").arg(format!("{}:/work:ro", repo().display()));
     cmd.arg("-v").arg(format!("{}:/out", out.display()));
-    for (var, _) in stack.env.iter().filter(|(k, _)| k.ends_with("_TOKEN")) {
+    // Every variable the scenario reads: the credentials, and the pin of the adapter image.
+    for (var, _) in stack.env.iter().filter(|(k, _)| k.ends_with("_TOKEN") || k == "CORDON_FIXTURE_DIGEST") {
         cmd.args(["-e", var]);
     }
     cmd.envs(stack.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));

@@ -12,10 +12,12 @@ mod support;
 
 use std::time::Instant;
 
-use support::clients::{ClientStack, Kind, Outcome, every_variant_is_listed};
+use support::clients::{ClientStack, Kind, Leftovers, Outcome, every_variant_is_listed, nodeapp_image};
 
 const N8N: Kind = Kind {
     name: "n8n",
+    setup: ("tests/clients/setup.sh", "Node 24, Flowise and n8n from npm"),
+    image: ("CORDON_NODEAPP_IMAGE", nodeapp_image),
     secrets: &[
         "LEGACY_TOKEN",
         "NOTES_TOKEN",
@@ -29,7 +31,10 @@ const N8N: Kind = Kind {
     // records must be gone. The MCP Server Trigger's workflow keeps a record of every
     // call it serves (the contract family's reads included): that is the provider's own
     // log, not something cordon made in n8n.
-    leftovers: r#"
+    password_suffix: "-Aa1!",
+    never_printed: &[],
+    leftovers: Leftovers::Node(
+        r#"
 const get = async (path) => {
   const r = await fetch('http://127.0.0.1:5678' + path, { headers: { 'x-n8n-api-key': process.env.KEY } });
   if (r.status !== 200) throw new Error(`${path}: ${r.status}`);
@@ -43,6 +48,7 @@ const get = async (path) => {
   }
 })().catch((e) => { console.error(e); process.exit(1); });
 "#,
+    ),
 };
 
 /// In deploy order: the provider that refuses n8n's key last (its recreate of `legacy`
@@ -52,7 +58,7 @@ const BROKEN: [&str; 5] = ["include-all", "stale-workflow", "trigger-auth-none",
 #[test]
 fn n8n_reference_stack_and_every_broken_variant() {
     let started = Instant::now();
-    let stack = ClientStack::up(&N8N, "198.19");
+    let stack = ClientStack::up(&N8N, "e2e", "198.19");
     let mut o = Outcome::default();
     o.timings.push(format!("first deploy: {:.1}s", stack.deployed_in.as_secs_f64()));
     o.reference(&stack, 19);

@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Deserialize;
-use support::openwebui::OwuiStack;
+use support::clients::{ClientStack, engine_leftovers};
+use support::openwebui::OPENWEBUI;
 use support::stack::{repo, verdicts};
 
 #[derive(Deserialize)]
@@ -96,7 +97,7 @@ impl Outcome {
 
     /// Runs `suite`, keeps every output for the secret scan, returns verdicts by check
     /// and the report.
-    fn run(&mut self, stack: &OwuiStack, label: &str, suite: &Path, scenario: &Path) -> Run {
+    fn run(&mut self, stack: &ClientStack, label: &str, suite: &Path, scenario: &Path) -> Run {
         let results = tempfile::tempdir().unwrap();
         let started = Instant::now();
         let (code, stdout, stderr, report) = stack.cordon(suite, scenario, results.path());
@@ -117,7 +118,7 @@ impl Outcome {
             }
         }
         let got = verdicts(&report).into_iter().map(|(n, v, r)| (n, (v, r))).collect();
-        let leftovers = stack.ephemeral_leftovers();
+        let leftovers = stack.app_leftovers();
         self.check(leftovers.is_empty(), format!("{label}: ephemeral objects left in Open WebUI: {leftovers:?}"));
         (code, got, format!("{stdout}\n{stderr}"), report)
     }
@@ -164,7 +165,7 @@ fn expect_of(name: &str) -> Expect {
 #[test]
 fn open_webui_reference_stack_sentinel_variant_and_every_broken_variant() {
     let total = Instant::now();
-    let stack = OwuiStack::up("e2e", "10.230");
+    let stack = ClientStack::up(&OPENWEBUI, "e2e", "10.230");
     let mut o = Outcome { mismatches: vec![], outputs: vec![], timings: vec![] };
     o.timings.push(format!("first deploy: {:.1}s", stack.deployed_in.as_secs_f64()));
 
@@ -259,10 +260,9 @@ fn open_webui_reference_stack_sentinel_variant_and_every_broken_variant() {
     }
 
     let project = stack.project.clone();
-    let secrets: Vec<(String, String)> =
-        stack.secret_values().into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let secrets = stack.secret_values();
     drop(stack);
-    let left = OwuiStack::engine_leftovers(&project);
+    let left = engine_leftovers(&project);
     o.check(left.is_empty(), format!("the engine still holds {left:?}"));
     let outputs = std::mem::take(&mut o.outputs);
     for (name, text) in &outputs {

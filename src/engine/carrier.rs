@@ -231,20 +231,22 @@ impl Carriers {
         Ok(tag)
     }
 
-    /// Ctrl-C: remove every carrier of this run, then end the run as interrupted.
+    /// Ctrl-C: every carrier of this run is removed before the run ends as interrupted
+    /// (a cleanup like the client apps' own, run by the one listener).
     fn watch_interrupts(&'static self) {
         self.watching.get_or_init(|| {
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
+            let cleanup: crate::interrupt::Cleanup = Arc::new(move || {
+                Box::pin(async move {
                     eprintln!("interrupted: removing this run's carriers");
                     self.closing.store(true, std::sync::atomic::Ordering::SeqCst);
                     self.remove_all().await;
                     // A carrier whose creation was in flight shows up a moment later.
                     tokio::time::sleep(Duration::from_millis(500)).await;
                     self.remove_all().await;
-                    crate::interrupt::request_exit();
-                }
+                    Vec::new()
+                })
             });
+            crate::interrupt::on_interrupt("carriers", cleanup);
         });
     }
 

