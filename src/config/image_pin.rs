@@ -79,6 +79,10 @@ pub(super) fn resolve(image: Option<&String>, digest: &DigestRef, unresolved_ok:
             }
         },
     };
+    if unresolved_ok && matches!(digest, DigestRef::Env(_)) && crate::text::sha256_hex(&text).is_err() {
+        // Listing plans checks and reads no pin: a variable a later build fills is no error yet.
+        return Ok(ImagePin { image: image.cloned(), digest: "f".repeat(64), source });
+    }
     let digest = crate::text::sha256_hex(&text).map_err(|problem| match digest {
         DigestRef::Written(_) => problem,
         DigestRef::Env(EnvRef { env }) => format!("{problem} (read from environment variable `{env}`)"),

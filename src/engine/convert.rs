@@ -179,6 +179,8 @@ pub(super) fn hardening(c: &ContainerInspectResponse) -> HardeningFacts {
             reference: c.config.as_ref().and_then(|cfg| cfg.image.clone()).unwrap_or_default(),
             id: c.image.clone().unwrap_or_default(),
             repo_digests: Vec::new(),
+            manifests: c.image_manifest_descriptor.iter().filter_map(|d| d.digest.clone()).collect(),
+            inspect_error: None,
         },
     }
 }

@@ -234,14 +234,22 @@ pub struct RunningImage {
     /// it under. Empty for an image built on this host and never pushed or pulled, or one
     /// removed from the engine while the container runs.
     pub repo_digests: Vec<String>,
+    /// On an engine that stores images in containerd: the digest of the platform's own
+    /// manifest the container was created from (`ImageManifestDescriptor`), and of the
+    /// image's index (`Descriptor`): a pin may name either.
+    pub manifests: Vec<String>,
+    /// Why the image could not be inspected (its repository digests are then unknown).
+    pub inspect_error: Option<String>,
 }
 
 impl RunningImage {
-    /// Every digest that names this image: its id, then its repository digests (hex).
+    /// Every digest that names this image: its id, its repository digests, its manifests'
+    /// (hex).
     pub fn digests(&self) -> Vec<String> {
         let id = self.id.strip_prefix("sha256:").map(str::to_string);
         let repo = self.repo_digests.iter().filter_map(|d| d.rsplit_once("@sha256:").map(|(_, h)| h.to_string()));
-        id.into_iter().chain(repo).map(|h| h.to_ascii_lowercase()).collect()
+        let manifests = self.manifests.iter().filter_map(|d| d.strip_prefix("sha256:").map(str::to_string));
+        id.into_iter().chain(repo).chain(manifests).map(|h| h.to_ascii_lowercase()).collect()
     }
 }
 

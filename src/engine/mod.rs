@@ -287,20 +287,27 @@ impl Engine {
             .await
             .map_err(|e| EngineError::lookup("container", container, "inspecting container", e))?;
         let mut facts = convert::hardening(&inspect);
-        facts.image.repo_digests = self.repo_digests(&facts.image.id).await?;
+        self.read_image(&mut facts.image).await;
         Ok(facts)
     }
 
-    /// An image's `RepoDigests`; none when the image is gone (removed while a container
-    /// still runs it): its id still names it.
-    async fn repo_digests(&self, image: &str) -> Result<Vec<String>, EngineError> {
-        if image.is_empty() {
-            return Ok(Vec::new());
+    /// The image's `RepoDigests` and index descriptor. None when the image is gone
+    /// (removed while a container still runs it: its id still names it); an engine that
+    /// refuses to show it (a socket proxy that allows no image calls) is noted, never the
+    /// end of discovery: only the image check needs it.
+    async fn read_image(&self, image: &mut RunningImage) {
+        if image.id.is_empty() {
+            return;
         }
-        match self.docker().inspect_image(image).await {
-            Ok(i) => Ok(i.repo_digests.unwrap_or_default()),
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => Ok(Vec::new()),
-            Err(e) => Err(EngineError::lookup("image", image, "inspecting image", e)),
+        match self.docker().inspect_image(&image.id).await {
+            Ok(i) => {
+                image.repo_digests = i.repo_digests.unwrap_or_default();
+                image.manifests.extend(i.descriptor.and_then(|d| d.digest));
+            }
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {}
+            Err(e) => {
+                image.inspect_error = Some(EngineError::lookup("image", &image.id, "inspecting image", e).to_string())
+            }
         }
     }
 

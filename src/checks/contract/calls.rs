@@ -175,7 +175,6 @@ impl CallsPlan {
         for (bearer, client, sessions) in clients {
             for (session, outside) in sessions {
                 let before = if first { self.read_before(&client, &session).await } else { None };
-                let upstream_control = if first { self.control_call(&client, &session).await } else { None };
                 let mut calls = Vec::new();
                 let mut nonces = Vec::new();
                 for name in std::iter::once(&self.unknown).chain(&names) {
@@ -185,6 +184,9 @@ impl CallsPlan {
                     let arguments = with_nonce.unwrap_or_else(|| serde_json::json!({}));
                     calls.push((name.clone(), CallAnswer::of(client.call_tool(&session, name, arguments).await)));
                 }
+                // After the denied calls: an app that logged the control logged what came
+                // before it too.
+                let upstream_control = if first { self.control_call(&client, &session).await } else { None };
                 let after = match &before {
                     Some(before) => self.read_after(&client, &session, before).await,
                     None => None,
@@ -281,7 +283,8 @@ impl Probe for CallAllowlistCheck {
                 Err(attempt) => return attempt,
             };
             let denied = denied_names(&provider);
-            let (nonce_schemas, control, in_path) = upstream_probe(&provider);
+            let (nonce_schemas, control, in_path) =
+                if ctx.deployment.is_some() { upstream_probe(&provider) } else { Default::default() };
             let plan = |endpoints: &[(String, Endpoint)]| CallsPlan {
                 endpoints: endpoints.to_vec(),
                 bearers: bearers_of(ctx, &provider),
@@ -297,12 +300,12 @@ impl Probe for CallAllowlistCheck {
                 Ok(seen) => seen,
                 Err(attempt) => return attempt,
             };
-            let upstream = match (&provider.app, control_nonce(&observed)) {
-                (Some(app), Some(control)) => {
-                    let (deployment, _) = ctx.deployment(&provider.id);
+            let controls = control_nonces(&observed);
+            let upstream = match (&provider.app, &ctx.deployment) {
+                (Some(app), Some(deployment)) if !controls.is_empty() => {
                     let nonces: Vec<String> =
                         observed.iter().flat_map(|s| s.nonces.iter().flatten().cloned()).collect();
-                    Some(upstream::read_app_logs(&deployment, &app.service, &nonces, &control, in_path).await)
+                    Some(upstream::read_app_logs(deployment, &app.service, &nonces, &controls, in_path).await)
                 }
                 _ => None,
             };
@@ -322,13 +325,20 @@ fn upstream_probe(provider: &Provider) -> UpstreamProbe {
     let (Some(_), Some(spec)) = (&provider.app, &provider.boundary.specification) else {
         return (BTreeMap::new(), None, BTreeSet::new());
     };
-    let schemas: BTreeMap<String, Value> =
-        spec.tools.iter().filter_map(|t| Some((t.name.clone(), t.input_schema.clone()?))).collect();
+    // Only a tool whose nonce travels in its request line is called with one: a call that
+    // ran then touched nothing but a resource the nonce names, which does not exist.
     let in_path: BTreeSet<String> = spec
         .tools
         .iter()
         .filter(|t| t.input_schema.as_ref().zip(t.path.as_ref()).is_some_and(|(s, p)| upstream::carried_in_path(s, p)))
+        .filter(|t| t.input_schema.as_ref().is_some_and(|s| upstream::nonce_arguments(s, "probe").is_some()))
         .map(|t| t.name.clone())
+        .collect();
+    let schemas: BTreeMap<String, Value> = spec
+        .tools
+        .iter()
+        .filter(|t| in_path.contains(&t.name))
+        .filter_map(|t| Some((t.name.clone(), t.input_schema.clone()?)))
         .collect();
     let mut allowed: Vec<&String> = provider.tools.allowlist.iter().collect();
     allowed.sort();
@@ -340,9 +350,9 @@ fn upstream_probe(provider: &Provider) -> UpstreamProbe {
     (schemas, control, in_path)
 }
 
-/// The nonce of the allowed call, when one was made.
-fn control_nonce(observed: &[SessionCalls]) -> Option<String> {
-    observed.iter().find_map(|s| s.upstream_control.as_ref().map(|(_, nonce, _)| nonce.clone()))
+/// The nonces of the allowed calls, one per replica the calls went through.
+fn control_nonces(observed: &[SessionCalls]) -> Vec<String> {
+    observed.iter().filter_map(|s| s.upstream_control.as_ref().map(|(_, nonce, _)| nonce.clone())).collect()
 }
 
 /// The provider's own credential, then every other credential an admitted client holds
@@ -448,7 +458,13 @@ pub fn judge(
     let mut own_words: Vec<String> = Vec::new();
     let mut reads_seen = false;
     let control = observed.iter().find_map(|s| s.upstream_control.as_ref());
-    let control_seen = upstream.zip(control).is_some_and(|(u, (_, nonce, _))| u.holds(nonce).is_some());
+    let controls: Vec<&(String, String, CallAnswer)> =
+        observed.iter().filter_map(|s| s.upstream_control.as_ref()).collect();
+    // Every replica's control in the log, and every log read whole: else a missing nonce
+    // may be in a log that was not read.
+    let control_seen = upstream.is_some_and(|u| {
+        u.unread.is_empty() && !controls.is_empty() && controls.iter().all(|(_, nonce, _)| u.holds(nonce).is_some())
+    });
     for s in observed {
         let at = format!("{}, {}", s.replica, s.bearer);
         let era = match &s.era {
@@ -584,8 +600,13 @@ fn upstream_why(
     match (upstream, control) {
         (None, None) => "no app behind the provider whose log would show a forwarded call, or no allowed tool of its specification with a string argument to carry a control nonce".into(),
         (None, Some(_)) => "the provider names no app whose log would show a forwarded call".into(),
+        (Some(u), _) if !u.unread.is_empty() => format!(
+            "not every log of app {} was read whole ({}), so a missing nonce proves nothing",
+            u.app,
+            u.unread.join("; ")
+        ),
         (Some(u), _) if !control_seen => format!(
-            "app {}'s log holds not even the allowed control call's nonce, so it does not show what the app receives",
+            "app {}'s log holds not even the allowed control call's nonce (of every replica), so it does not show what the app receives",
             u.app
         ),
         (Some(_), _) => "the specification gives that tool no string argument in its operation's path, where an access log would show a nonce".into(),

@@ -26,33 +26,24 @@ pub fn nonce() -> String {
     format!("cordon-nonce-{:016x}", rand::random::<u64>())
 }
 
-/// Arguments for a call of a tool whose input schema is `schema`: every string property
-/// holds `nonce`, every other required one its type's plainest value. `None` when no
-/// property is a free string: then no argument would carry the nonce to the app.
+/// Arguments for a call of a tool whose input schema is `schema`: every free string
+/// property (no `enum`) holds `nonce`. `None` when there is none, or when a required
+/// property is anything else: a number or a choice could name something that exists
+/// (item 1, `visibility: public`), and a denied call must touch nothing if it runs.
 pub fn nonce_arguments(schema: &Value, nonce: &str) -> Option<Value> {
     let properties = schema.get("properties").and_then(Value::as_object)?;
     let required: Vec<&str> =
         schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let mut out = Map::new();
-    let mut carried = false;
-    for (name, property) in properties {
-        let kind = property.get("type").and_then(Value::as_str);
-        let fixed = property.get("enum").and_then(Value::as_array).and_then(|e| e.first()).cloned();
-        let value = match (kind, fixed) {
-            (_, Some(first)) => Some(first),
-            (Some("string"), None) => {
-                carried = true;
-                Some(Value::String(nonce.to_string()))
-            }
-            (Some("integer" | "number"), None) => Some(Value::from(1)),
-            (Some("boolean"), None) => Some(Value::Bool(false)),
-            _ => None,
-        };
-        if let Some(v) = value.filter(|_| required.contains(&name.as_str()) || kind == Some("string")) {
-            out.insert(name.clone(), v);
-        }
+    let free = |p: &Value| p.get("type").and_then(Value::as_str) == Some("string") && p.get("enum").is_none();
+    if required.iter().any(|r| !properties.get(*r).is_some_and(free)) {
+        return None;
     }
-    carried.then_some(Value::Object(out))
+    let out: Map<String, Value> = properties
+        .iter()
+        .filter(|(_, p)| free(p))
+        .map(|(name, _)| (name.clone(), Value::String(nonce.to_string())))
+        .collect();
+    (!out.is_empty()).then_some(Value::Object(out))
 }
 
 /// A string argument of `schema` is a parameter of the operation's `path` template
@@ -89,18 +80,18 @@ impl UpstreamLog {
     }
 }
 
-/// Reads the logs of every running container of `app` for `nonces`, again while the
-/// `control` nonce is not there yet (an app writes its log after it answers).
+/// Reads the logs of every running container of `app` for `nonces`, again while a
+/// `controls` nonce is not there yet (an app writes its log after it answers).
 pub async fn read_app_logs(
     deployment: &Deployment,
     app: &str,
     nonces: &[String],
-    control: &str,
+    controls: &[String],
     in_path: std::collections::BTreeSet<String>,
 ) -> UpstreamLog {
     let targets = deployment.topology().running(app).to_vec();
     let mut log = UpstreamLog { app: app.to_string(), in_path, ..UpstreamLog::default() };
-    let nonces: Vec<&str> = nonces.iter().map(String::as_str).chain([control]).collect();
+    let nonces: Vec<&str> = nonces.iter().chain(controls).map(String::as_str).collect();
     for round in 0..=LOG_AGAIN {
         log.containers.clear();
         log.unread.clear();
@@ -120,11 +111,17 @@ pub async fn read_app_logs(
                 })
                 .await;
             match read {
+                // The cap drops the newest lines: a nonce may be among them.
+                Ok(r) if r.cut => log.unread.push(format!(
+                    "{}: its last {LOG_TAIL} lines are over {} MiB, the newest not read",
+                    target.name,
+                    LOG_MAX_BYTES >> 20
+                )),
                 Ok(_) => log.containers.push(target.name.clone()),
                 Err(e) => log.unread.push(format!("{}: {e}", target.name)),
             }
         }
-        if log.holds(control).is_some() || round == LOG_AGAIN {
+        if controls.iter().all(|c| log.holds(c).is_some()) || round == LOG_AGAIN {
             break;
         }
         tokio::time::sleep(LOG_AGAIN_AFTER).await;
@@ -139,22 +136,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn strings_carry_the_nonce_and_required_others_their_plainest_value() {
+    fn free_strings_carry_the_nonce_and_nothing_else_is_sent() {
         let schema = json!({
             "type": "object",
             "properties": {
                 "repo": {"type": "string"},
                 "owner": {"type": "string"},
                 "force": {"type": "boolean"},
-                "limit": {"type": "integer"},
                 "mode": {"type": "string", "enum": ["soft", "hard"]}
             },
-            "required": ["repo", "force", "mode"]
+            "required": ["repo"]
         });
-        assert_eq!(
-            nonce_arguments(&schema, "n1"),
-            Some(json!({"repo": "n1", "owner": "n1", "force": false, "mode": "soft"}))
-        );
+        assert_eq!(nonce_arguments(&schema, "n1"), Some(json!({"repo": "n1", "owner": "n1"})));
+    }
+
+    #[test]
+    fn a_required_number_or_choice_could_name_something_that_exists() {
+        for required in
+            [json!({"type": "integer"}), json!({"type": "string", "enum": ["public"]}), json!({"type": "boolean"})]
+        {
+            let schema = json!({"properties": {"repo": {"type": "string"}, "x": required}, "required": ["repo", "x"]});
+            assert_eq!(nonce_arguments(&schema, "n1"), None, "{schema}");
+        }
     }
 
     #[test]

@@ -44,15 +44,25 @@ impl Probe for ImageCheck {
                 );
             }
             let mut findings = Vec::new();
+            let mut not_ready = Vec::new();
             let mut evidence = vec![pinned_line(pin)];
             for target in targets {
                 let Some(facts) = topology.hardening.get(&target.id) else {
-                    return Attempt::not_ready(format!("no engine facts for {}", target.name), evidence);
+                    not_ready.push(format!("no engine facts for {}", target.name));
+                    continue;
                 };
                 evidence.push(format!("{}: {}", target.name, running_line(&facts.image)));
-                findings.extend(judge(pin, &facts.image).map(|f| f.fact("container", &target.name)));
+                match (judge(pin, &facts.image), &facts.image.inspect_error) {
+                    (None, _) => {}
+                    // Its repository digests are unknown: the pin may be one of them.
+                    (Some(_), Some(error)) => not_ready.push(format!(
+                        "{}: its image could not be inspected, so the pin cannot be compared with its repository digests: {error}",
+                        target.name
+                    )),
+                    (Some(finding), None) => findings.push(finding.fact("container", &target.name)),
+                }
             }
-            Attempt::from_findings(findings, evidence)
+            Attempt::settle(findings, not_ready, evidence)
         })
     }
 }
@@ -64,7 +74,9 @@ fn pinned_line(pin: &ImagePin) -> String {
 
 fn running_line(image: &RunningImage) -> String {
     let repo = if image.repo_digests.is_empty() { "none".to_string() } else { image.repo_digests.join(", ") };
-    format!("runs `{}`, image id {}, repository digests: {repo}", image.reference, image.id)
+    let manifests =
+        if image.manifests.is_empty() { String::new() } else { format!(", manifests: {}", image.manifests.join(", ")) };
+    format!("runs `{}`, image id {}, repository digests: {repo}{manifests}", image.reference, image.id)
 }
 
 /// A finding when no digest that names the running image is the pinned one (a pin of a
@@ -74,7 +86,7 @@ pub fn judge(pin: &ImagePin, running: &RunningImage) -> Option<Finding> {
         return None;
     }
     let repo = if running.repo_digests.is_empty() {
-        "it has no repository digest".to_string()
+        "it has no repository digest: it was built or loaded here, not pulled by a digest".to_string()
     } else {
         format!("its repository digests are {}", running.repo_digests.join(", "))
     };
@@ -108,6 +120,8 @@ mod tests {
             reference: "adapter:1.0".into(),
             id: format!("sha256:{id}"),
             repo_digests: repo.iter().map(|d| format!("registry.example/adapter@sha256:{d}")).collect(),
+            manifests: vec![],
+            inspect_error: None,
         }
     }
 
@@ -115,6 +129,7 @@ mod tests {
     #[case::the_image_id_is_the_pin(A, running(A, &[]))]
     #[case::a_repository_digest_is_the_pin(A, running(B, &[B, A]))]
     #[case::a_prefix_pin_of_twelve_digits(&A[..12], running(A, &[]))]
+    #[case::the_platform_manifest_on_a_containerd_store(A, RunningImage { manifests: vec![format!("sha256:{A}")], ..running(B, &[B]) })]
     #[case::upper_case_in_the_engine(A, RunningImage { id: format!("sha256:{}", A.to_uppercase()), ..running(B, &[]) })]
     fn the_pinned_image_passes(#[case] pinned: &str, #[case] image: RunningImage) {
         assert_eq!(judge(&pin(pinned), &image), None);

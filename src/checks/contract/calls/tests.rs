@@ -266,6 +266,25 @@ fn a_nonce_only_in_a_body_proves_no_refusal_by_its_absence() {
     assert!(reason(&a).contains("received it"), "a nonce seen anywhere is still a run: {a:?}");
 }
 
+/// A log not read whole, or a replica whose control is not in any log: a missing nonce
+/// proves nothing, so an answer in the gateway's own words is not judged.
+#[test]
+fn an_unread_log_or_an_unseen_replica_proves_no_refusal() {
+    let own_words = || with_nonces(result(true, OWN_WORDS, false));
+    let mut unread = app_log(&["n-control"]);
+    unread.unread.push("gitea_2: its last 4000 lines are over 8 MiB, the newest not read".into());
+    let a = judge(&denied(), &[own_words()], Some(&unread), vec![]);
+    let Attempt::Skip { reason: why } = &a else { panic!("{a:?}") };
+    assert!(why.contains("not every log of app gitea was read whole (gitea_2"), "{why}");
+
+    let mut second = own_words();
+    second.replica = "native_2".into();
+    second.upstream_control = Some(("get_item".into(), "n-control-2".into(), result(false, "{}", true)));
+    let a = judge(&denied(), &[own_words(), second], Some(&app_log(&["n-control"])), vec![]);
+    let Attempt::Skip { reason: why } = &a else { panic!("{a:?}") };
+    assert!(why.contains("not even the allowed control call's nonce (of every replica)"), "{why}");
+}
+
 #[test]
 fn without_an_app_the_own_words_say_why_nothing_is_proven() {
     let a = judge(
