@@ -52,13 +52,10 @@ impl Probe for InterfacesCheck {
             let (deployment, provider) = ctx.deployment(&self.provider);
             let declared = provider.sidecar_networks.clone().unwrap_or_default();
             let topology = deployment.topology();
-            let targets = topology.running(&provider.service).to_vec();
-            if targets.is_empty() {
-                return Attempt::not_ready(
-                    format!("sidecar service `{}` has no running container", provider.service),
-                    vec![],
-                );
-            }
+            let targets = match running_replicas(&topology, &provider.service) {
+                Ok(t) => t,
+                Err(attempt) => return attempt,
+            };
             let allow_gwbridge = ctx.suite.mode == Mode::Swarm;
             let mut findings = Vec::new();
             let mut evidence = Vec::new();
@@ -82,6 +79,15 @@ impl Probe for InterfacesCheck {
             Attempt::from_findings(findings, evidence)
         })
     }
+}
+
+/// The sidecar's running replicas; not ready while it has none.
+pub(crate) fn running_replicas(topology: &Topology, service: &str) -> Result<Vec<crate::engine::Target>, Attempt> {
+    let targets = topology.running(service).to_vec();
+    if targets.is_empty() {
+        return Err(Attempt::not_ready(format!("sidecar service `{service}` has no running container"), vec![]));
+    }
+    Ok(targets)
 }
 
 /// Compares the kernel's interface list (lines `name addr/prefix`) with the engine's
@@ -285,16 +291,13 @@ impl Probe for HardeningCheck {
         Box::pin(async move {
             let (deployment, provider) = ctx.deployment(&self.provider);
             let topology = deployment.topology();
-            let targets = topology.running(&provider.service);
-            if targets.is_empty() {
-                return Attempt::not_ready(
-                    format!("sidecar service `{}` has no running container", provider.service),
-                    vec![],
-                );
-            }
+            let targets = match running_replicas(&topology, &provider.service) {
+                Ok(t) => t,
+                Err(attempt) => return attempt,
+            };
             let mut findings = Vec::new();
             let mut evidence = Vec::new();
-            for target in targets {
+            for target in &targets {
                 let Some(facts) = topology.hardening.get(&target.id) else {
                     return Attempt::not_ready(format!("no hardening facts for {}", target.name), vec![]);
                 };

@@ -36,17 +36,14 @@ impl Probe for ImageCheck {
                 return Attempt::Skip { reason: "the scenario pins no image for this sidecar".into() };
             };
             let topology = deployment.topology();
-            let targets = topology.running(&provider.service);
-            if targets.is_empty() {
-                return Attempt::not_ready(
-                    format!("sidecar service `{}` has no running container", provider.service),
-                    vec![],
-                );
-            }
+            let targets = match super::running_replicas(&topology, &provider.service) {
+                Ok(t) => t,
+                Err(attempt) => return attempt,
+            };
             let mut findings = Vec::new();
             let mut not_ready = Vec::new();
             let mut evidence = vec![pinned_line(pin)];
-            for target in targets {
+            for target in &targets {
                 let Some(facts) = topology.hardening.get(&target.id) else {
                     not_ready.push(format!("no engine facts for {}", target.name));
                     continue;
