@@ -389,6 +389,9 @@ pub enum Called {
     /// exist: the answer shows neither a refusal nor a run.
     OwnWords,
     NotReady(String),
+    /// A 5xx where a name that cannot exist is refused: the call went past the policy,
+    /// unless the app's log shows it never arrived there.
+    PastPolicy(Finding),
     /// Why it may have run: the end of a finding's sentence (`answered … : the tool ran`),
     /// which the judge begins with where and what was called.
     Ran(Finding),
@@ -404,7 +407,7 @@ pub fn classify(name: &str, answer: &CallAnswer, control: Option<(&str, &CallAns
         CallAnswer::RpcError { .. } => Called::Refused,
         a if a.busy() => Called::NotReady(format!("busy: {a}")),
         CallAnswer::Http { status, .. } if *status < 500 => Called::Refused,
-        CallAnswer::Http { status, .. } if control_refused => Called::Ran(
+        CallAnswer::Http { status, .. } if control_refused => Called::PastPolicy(
             Finding::new(
                 FindingKind::DeniedToolRan,
                 "answered HTTP {status} where a name that cannot exist is refused: the call went past the policy",
@@ -513,7 +516,7 @@ pub fn judge(
                 Called::Refused => {}
                 Called::OwnWords => own_words.push(line),
                 Called::NotReady(why) => not_ready.push(format!("{at}: tools/call {shown}: {why}")),
-                Called::Ran(why) => findings.push(
+                Called::Ran(why) | Called::PastPolicy(why) => findings.push(
                     why.prefixed("{replica}, {bearer}, {era}: tools/call `{tool_shown}` ")
                         .fact("replica", &s.replica)
                         .fact("bearer", &s.bearer)
@@ -550,7 +553,7 @@ fn with_upstream(
 ) -> (Called, Option<String>) {
     let (Some(nonce), Some(log)) = (nonce, upstream) else { return (verdict, None) };
     match (log.holds(nonce), verdict) {
-        (Some(container), Called::Ran(finding)) => {
+        (Some(container), Called::Ran(finding) | Called::PastPolicy(finding)) => {
             (Called::Ran(finding), Some(format!("its nonce {nonce} is in {container}'s log too")))
         }
         (Some(container), _) => {
@@ -563,6 +566,13 @@ fn with_upstream(
             .fact("container", container);
             (Called::Ran(finding), Some(format!("its nonce {nonce} is in {container}'s log: it reached the app")))
         }
+        (None, Called::PastPolicy(_)) if control_seen && log.in_path.contains(name) => (
+            Called::Refused,
+            Some(format!(
+                "refused: app {} logged the allowed control call's nonce and not this call's ({nonce}): the gateway's 5xx is its own, the call never reached the app",
+                log.app
+            )),
+        ),
         (None, Called::OwnWords) if control_seen && log.in_path.contains(name) => (
             Called::Refused,
             Some(format!(

@@ -233,6 +233,8 @@ const OWN_WORDS: &str = "Tool call refused by policy: 'delete_everything' is not
 #[case::forwarded_without_the_control_in_the_log(result(true, OWN_WORDS, false), &["n-denied"], "the tool ran")]
 #[case::app_logs_nothing(result(true, OWN_WORDS, false), &[], "not judged")]
 #[case::refused_the_usual_way(rpc(-32600, "unknown_tool"), &["n-control"], "pass")]
+#[case::a_5xx_of_its_own_never_forwarded(CallAnswer::Http { status: 500, body: "policy".into() }, &["n-control"], "pass")]
+#[case::a_5xx_after_forwarding(CallAnswer::Http { status: 502, body: "upstream_error".into() }, &["n-control", "n-denied"], "went past the policy")]
 fn the_app_log_judges_a_refusal(#[case] answer: CallAnswer, #[case] seen: &[&str], #[case] expected: &str) {
     let log = app_log(seen);
     let a = judge(&denied(), &[with_nonces(answer)], Some(&log), vec![]);
