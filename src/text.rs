@@ -107,6 +107,18 @@ pub fn name_list<'a>(names: impl IntoIterator<Item = &'a str>, max: usize) -> St
     out
 }
 
+/// Longest excerpt of an offending value echoed back in an error.
+const ECHO_CHARS: usize = 32;
+
+/// A value quoted back in an error: short and with every control character escaped.
+pub fn echo(value: &str) -> String {
+    let mut cut: String = value.chars().take(ECHO_CHARS).collect();
+    if cut.len() < value.len() {
+        cut.push('…');
+    }
+    sanitize(&cut)
+}
+
 /// `sha256:<64 hex digits>` of `bytes`: how reports name the scenario and suite a run read.
 pub fn sha256_of(bytes: &[u8]) -> String {
     use sha2::Digest as _;
@@ -117,12 +129,8 @@ pub fn sha256_of(bytes: &[u8]) -> String {
 /// digits (at least 12, as the requirement's own example writes them) is a prefix of the
 /// digest, compared as such.
 pub fn sha256_hex(text: &str) -> Result<String, String> {
-    let not_a_digest = || {
-        format!(
-            "`{}` is not a digest: expected `sha256:` and 64 hex digits (or at least 12, a prefix)",
-            crate::config::strict::echo(text)
-        )
-    };
+    let not_a_digest =
+        || format!("`{}` is not a digest: expected `sha256:` and 64 hex digits (or at least 12, a prefix)", echo(text));
     let hex = text.strip_prefix("sha256:").ok_or_else(not_a_digest)?;
     if !(MIN_PIN_DIGITS..=64).contains(&hex.len()) || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(not_a_digest());

@@ -1,14 +1,10 @@
 //! Check families. Each module plans its checks from the scenario, observes inside a
 //! network namespace (typed observations, no verdicts), and judges with a pure function
 //! of observations and scenario that its tests feed tables of observations.
-pub mod clientapp;
 pub mod contract;
 pub mod credentials;
 pub mod disabled;
-pub mod flowise;
 pub mod kit;
-pub mod n8n;
-pub mod openwebui;
 pub mod plan;
 pub mod reach;
 pub mod route;
@@ -32,11 +28,11 @@ pub const FAMILIES: [Spec; 11] = [
     contract::SPEC,
     disabled::SPEC,
     sidecar::SPEC,
-    openwebui::SPEC,
+    crate::apps::openwebui::checks::SPEC,
     credentials::SPEC,
     secrets::SPEC,
-    flowise::SPEC,
-    n8n::SPEC,
+    crate::apps::flowise::checks::SPEC,
+    crate::apps::n8n::checks::SPEC,
 ];
 
 /// The family's spec.

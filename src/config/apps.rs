@@ -12,14 +12,14 @@ use super::error::ConfigError;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct LoginFile {
+pub(crate) struct LoginFile {
     email: String,
     /// A credential id under `credentials`.
     password: Spanned<String>,
 }
 
 /// The app's base URL (`<key>.url`, or `default`): http with a host.
-pub(super) fn local_url(
+pub(crate) fn local_url(
     file: &Path,
     key: &str,
     block_at: Location,
@@ -44,7 +44,7 @@ pub(super) fn local_url(
 }
 
 /// A credential reference at `key` that must name one of `credential_ids`.
-pub(super) fn reference(
+pub(crate) fn reference(
     file: &Path,
     key: &str,
     reference: &Spanned<String>,
@@ -65,7 +65,7 @@ pub(super) fn reference(
 }
 
 /// `<key>: { email, password }`: the email and the password's credential id.
-pub(super) fn login(
+pub(crate) fn login(
     file: &Path,
     key: &str,
     login: &Spanned<LoginFile>,
@@ -80,7 +80,7 @@ pub(super) fn login(
 }
 
 /// The ownership prefix (`<key>.prefix`, or `default`): not empty, no control character.
-pub(super) fn prefix(
+pub(crate) fn prefix(
     file: &Path,
     key: &str,
     prefix: Option<&Spanned<String>>,
@@ -97,7 +97,7 @@ pub(super) fn prefix(
 
 /// `<key>.nonce_arguments`: provider id → the argument of its read whose value the
 /// tool's result carries back; every provider must be one of the scenario's.
-pub(super) fn nonce_arguments(
+pub(crate) fn nonce_arguments(
     file: &Path,
     key: &str,
     map: &std::collections::BTreeMap<String, Spanned<String>>,
@@ -121,7 +121,7 @@ pub(super) fn nonce_arguments(
 
 /// One client per scenario may carry a `block` (`openwebui`, `flowise`, `n8n`): its checks are named
 /// `<block>::...` without the client.
-pub(super) fn at_most_one(file: &Path, block: &str, clients: &[(&String, Location)]) -> Vec<ConfigError> {
+pub(crate) fn at_most_one(file: &Path, block: &str, clients: &[(&String, Location)]) -> Vec<ConfigError> {
     clients
         .iter()
         .skip(1)

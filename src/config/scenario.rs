@@ -138,9 +138,9 @@ struct ClientFile {
     /// provider id → credential id the client holds for it.
     #[serde(default)]
     credentials: BTreeMap<String, Spanned<String>>,
-    openwebui: Option<Spanned<super::openwebui::OpenWebuiFile>>,
-    flowise: Option<Spanned<super::flowise::FlowiseFile>>,
-    n8n: Option<Spanned<super::n8n::N8nFile>>,
+    openwebui: Option<Spanned<crate::apps::openwebui::config::OpenWebuiFile>>,
+    flowise: Option<Spanned<crate::apps::flowise::config::FlowiseFile>>,
+    n8n: Option<Spanned<crate::apps::n8n::config::N8nFile>>,
     /// provider id → the credential the client held before the provider stopped admitting it.
     #[serde(default)]
     revoked: BTreeMap<String, Spanned<String>>,
@@ -226,11 +226,11 @@ pub struct Client {
     pub service: String,
     pub credentials: BTreeMap<String, String>,
     /// Set when the client is an Open WebUI whose own state cordon checks.
-    pub openwebui: Option<super::openwebui::OpenWebui>,
+    pub openwebui: Option<crate::apps::openwebui::config::OpenWebui>,
     /// Set when the client is a Flowise whose registry and chatflows cordon checks.
-    pub flowise: Option<super::flowise::Flowise>,
+    pub flowise: Option<crate::apps::flowise::config::Flowise>,
     /// Set when the client is an n8n whose workflows cordon checks.
-    pub n8n: Option<super::n8n::N8n>,
+    pub n8n: Option<crate::apps::n8n::config::N8n>,
     /// provider id → credential id the client held before it was removed as a consumer.
     pub revoked: BTreeMap<String, String>,
 }
@@ -560,32 +560,54 @@ impl Validator<'_> {
         .map_err(|e| self.errors.extend(e))
         .unwrap_or_default();
         let openwebui = spanned.value.openwebui.as_ref().and_then(|block| {
-            let facts = provider_map.iter().map(|(p, f)| super::openwebui::ProviderFacts {
+            let facts = provider_map.iter().map(|(p, f)| crate::apps::openwebui::config::ProviderFacts {
                 id: p,
                 admits_client: f.value.allowed_consumers.iter().any(|c| &c.value == id),
                 disabled: f.value.disabled.0,
                 read_arguments: f.value.read.as_ref().map(|r| &r.value.arguments),
             });
             let facts: Vec<_> = facts.collect();
-            super::openwebui::resolve(self.file, &format!("{key}.openwebui"), block, &facts, &ids.credentials)
-                .map_err(|e| self.errors.extend(e))
-                .ok()
+            crate::apps::openwebui::config::resolve(
+                self.file,
+                &format!("{key}.openwebui"),
+                block,
+                &facts,
+                &ids.credentials,
+            )
+            .map_err(|e| self.errors.extend(e))
+            .ok()
         });
         let service = spanned.value.service.clone().unwrap_or_else(|| id.clone());
         let flowise = spanned.value.flowise.as_ref().and_then(|block| {
             let providers: Vec<&str> = ids.providers.iter().map(|p| p.as_str()).collect();
-            super::flowise::resolve(self.file, &format!("{key}.flowise"), block, &providers, &ids.credentials)
-                .map_err(|e| self.errors.extend(e))
-                .ok()
+            crate::apps::flowise::config::resolve(
+                self.file,
+                &format!("{key}.flowise"),
+                block,
+                &providers,
+                &ids.credentials,
+            )
+            .map_err(|e| self.errors.extend(e))
+            .ok()
         });
         let n8n = spanned.value.n8n.as_ref().and_then(|block| {
             let facts: Vec<_> = provider_map
                 .iter()
-                .map(|(p, f)| super::n8n::ProviderFacts { id: p, service: f.value.service.as_deref().unwrap_or(p) })
+                .map(|(p, f)| crate::apps::n8n::config::ProviderFacts {
+                    id: p,
+                    service: f.value.service.as_deref().unwrap_or(p),
+                })
                 .collect();
-            super::n8n::resolve(self.file, &format!("{key}.n8n"), block, &service, &facts, &ids.credentials)
-                .map_err(|e| self.errors.extend(e))
-                .ok()
+            crate::apps::n8n::config::resolve(
+                self.file,
+                &format!("{key}.n8n"),
+                block,
+                &service,
+                &facts,
+                &ids.credentials,
+            )
+            .map_err(|e| self.errors.extend(e))
+            .ok()
         });
         Client {
             id: id.clone(),
@@ -602,7 +624,7 @@ impl Validator<'_> {
     fn check_one_of_each_app(&mut self, raw: &ScenarioFile) {
         let webuis: Vec<_> =
             raw.clients.iter().filter_map(|(id, c)| c.value.openwebui.as_ref().map(|b| (id, b.referenced))).collect();
-        self.errors.extend(super::openwebui::at_most_one(self.file, &webuis));
+        self.errors.extend(crate::apps::openwebui::config::at_most_one(self.file, &webuis));
         let flowises: Vec<_> =
             raw.clients.iter().filter_map(|(id, c)| c.value.flowise.as_ref().map(|b| (id, b.referenced))).collect();
         self.errors.extend(super::apps::at_most_one(self.file, "flowise", &flowises));

@@ -10,17 +10,7 @@ use std::marker::PhantomData;
 
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 
-/// Longest excerpt of an offending value echoed back in an error.
-const ECHO_CHARS: usize = 32;
-
-/// A value quoted back in an error: short and with every control character escaped.
-pub fn echo(value: &str) -> String {
-    let mut cut: String = value.chars().take(ECHO_CHARS).collect();
-    if cut.len() < value.len() {
-        cut.push('…');
-    }
-    crate::text::sanitize(&cut)
-}
+pub use crate::text::echo;
 
 /// A boolean written as YAML `true` or `false`, unquoted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,0 +1,279 @@
+//! The probes of the `n8n` family: each gathers its observations through n8n's API in
+//! the n8n container's namespace and hands them to pure judges.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+
+use super::judge::{
+    ManagedSet, WantedClient, judge_client_config, judge_client_run, judge_server, judge_workflows, managed_workflow,
+};
+use crate::apps::clientapp::{RunAsk as Ask, credential_index, run_in};
+use crate::apps::n8n::api::N8nApi;
+use crate::apps::n8n::ephemeral::{self, Ephemeral};
+use crate::apps::n8n::gather::{self, RunAsk};
+use crate::apps::n8n::observe::WorkflowSeen;
+use crate::apps::webapp::{ApiError, WebApp};
+use crate::check::{Probe, RunContext};
+use crate::checks::kit::vantage::client_target;
+use crate::config::{N8n, Provider};
+use crate::mcp::Limits;
+use crate::model::Attempt;
+use crate::netns::NsView;
+use crate::secret::Secret;
+
+/// How long a run may take: the model, the MCP Client Tool's SSE session, the model.
+const RUN_BUDGET: Duration = Duration::from_secs(90);
+
+#[derive(Clone)]
+pub struct Site {
+    pub client: String,
+}
+
+#[derive(Clone)]
+struct Access {
+    n8n: N8n,
+    limits: Limits,
+    key: Secret,
+}
+
+impl Access {
+    fn api(&self) -> Result<N8nApi, ApiError> {
+        Ok(N8nApi::new(WebApp::new(&self.n8n.url, &self.limits)?, self.key.clone()))
+    }
+}
+
+impl Site {
+    fn n8n<'a>(&self, ctx: &'a RunContext) -> &'a N8n {
+        let client = ctx.scenario.clients.iter().find(|c| c.id == self.client).expect("planned from the scenario");
+        client.n8n.as_ref().expect("planned for the client with the block")
+    }
+
+    fn access(&self, ctx: &RunContext) -> Access {
+        let n8n = self.n8n(ctx).clone();
+        Access { key: ctx.scenario.secret(&n8n.api_key).clone(), n8n, limits: ctx.suite.limits.clone() }
+    }
+
+    async fn run<F, Fut, T>(&self, ctx: &RunContext, what: &str, job: F) -> Result<T, Attempt>
+    where
+        F: FnOnce(Rc<NsView>, N8nApi) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<T, ApiError>> + 'static,
+        T: Send + 'static,
+    {
+        self.guard_ctrl_c(ctx);
+        let access = self.access(ctx);
+        let out = run_in(ctx, &self.client, what, move |view| async move { job(view, access.api()?).await }).await;
+        crate::interrupt::hold_if_interrupted().await;
+        out
+    }
+
+    /// Ctrl-C deletes the execution records the family's runs left.
+    fn guard_ctrl_c(&self, ctx: &RunContext) {
+        let Some(deployment) = ctx.deployment.clone() else { return };
+        let (scenario, client, access) = (ctx.scenario.clone(), self.client.clone(), self.access(ctx));
+        crate::interrupt::on_interrupt(
+            "n8n",
+            Arc::new(move || {
+                let (deployment, scenario, client, access) =
+                    (deployment.clone(), scenario.clone(), client.clone(), access.clone());
+                Box::pin(async move {
+                    let todo = ephemeral::take_all();
+                    if todo.is_empty() {
+                        return vec![];
+                    }
+                    let Ok(target) = client_target(&deployment.topology(), &scenario, &client) else {
+                        return vec![format!(
+                            "no running n8n container to delete the records of {} run(s) in",
+                            todo.len()
+                        )];
+                    };
+                    let job = move |_: Rc<NsView>| async move {
+                        match access.api() {
+                            Ok(api) => ephemeral::undo(&api, &todo, ephemeral::INTERRUPTED_RECORD_WAIT).await,
+                            Err(e) => vec![e.to_string()],
+                        }
+                    };
+                    deployment
+                        .run_in(&target, "cleanup", job)
+                        .await
+                        .unwrap_or_else(|_| vec!["cannot enter the n8n container".into()])
+                }) as BoxFuture<'static, Vec<String>>
+            }),
+        );
+    }
+}
+
+fn workflow_lines(workflows: &[WorkflowSeen], prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in workflows.iter().filter(|w| w.name.starts_with(prefix)) {
+        out.push(format!(
+            "workflow `{}` ({}), webhook {:?}",
+            w.name,
+            if w.active { "active" } else { "inactive" },
+            w.webhook
+        ));
+        out.extend(w.clients.iter().map(|n| format!("  {}", n.describe())));
+    }
+    out
+}
+
+pub struct Client {
+    pub site: Site,
+    pub want: WantedClient,
+    /// The read's argument whose value the result echoes, if any.
+    pub nonce_argument: Option<String>,
+}
+
+impl Probe for Client {
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let credentials = credential_index(ctx);
+            let want = self.want.clone();
+            let asked = self.want.read.as_ref().map(|r| Ask::of(r, self.nonce_argument.as_deref()));
+            let (prompt, nonce) = asked.map(|a| (a.prompt, a.nonce)).unwrap_or_default();
+            let question = prompt.clone();
+            let job = move |_: Rc<NsView>, api: N8nApi| async move {
+                let workflows = gather::workflows(&api, &credentials).await?;
+                let config = judge_client_config(&workflows, &want);
+                let run = match (&want.read, managed_workflow(&workflows, &want)) {
+                    (Some(_), Ok(w)) if config.is_empty() => {
+                        let ask = RunAsk { workflow: w.clone(), question, budget: RUN_BUDGET };
+                        let eph = Ephemeral::new(&api);
+                        let seen = gather::run(&api, &ask, &eph).await;
+                        let left = eph.cleanup().await;
+                        Some((seen?, left))
+                    }
+                    _ => None,
+                };
+                Ok((workflows, config, run))
+            };
+            let (workflows, mut findings, run) = match self.site.run(ctx, "reading n8n's workflows", job).await {
+                Ok(s) => s,
+                Err(attempt) => return attempt,
+            };
+            let mut evidence = workflow_lines(&workflows, &self.want.prefix);
+            match (&run, &self.want.read) {
+                (Some((seen, left)), Some(read)) => {
+                    evidence.push(format!(
+                        "POST /webhook/{} asking {:?}: {} after {} ms{}",
+                        managed_workflow(&workflows, &self.want)
+                            .ok()
+                            .and_then(|w| w.webhook.clone())
+                            .unwrap_or_default(),
+                        prompt,
+                        seen.status.map_or("no answer".to_string(), |s| format!("answered {s}")),
+                        seen.waited_ms,
+                        seen.execution.as_ref().map(|e| format!(", execution {e} (deleted)")).unwrap_or_default()
+                    ));
+                    evidence.extend(seen.calls.iter().map(|c| {
+                        format!(
+                            "n8n ran `{}` through `{}`: {} -> {}",
+                            c.tool,
+                            c.node,
+                            c.status,
+                            c.error.clone().unwrap_or_else(|| c.output.clone())
+                        )
+                    }));
+                    if let Some(reply) = &seen.reply {
+                        evidence.push(format!("the agent answered {reply:?}"));
+                    }
+                    evidence.extend(left.iter().map(|l| format!("warning: {l}")));
+                    findings.extend(judge_client_run(&self.want, read, seen, nonce.as_deref()));
+                }
+                (None, None) => evidence
+                    .push(format!("provider `{}` declares no `read`: the workflow was not run", self.want.provider)),
+                _ => evidence.push("the workflow was not run: its configuration is already wrong".into()),
+            }
+            Attempt::from_findings(findings, evidence)
+        })
+    }
+}
+
+pub struct Server {
+    pub site: Site,
+    pub provider: Provider,
+}
+
+impl Probe for Server {
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let credentials = credential_index(ctx);
+            let path = self.provider.url.path().to_string();
+            let trigger_path =
+                path.trim_start_matches('/').trim_start_matches("mcp/").trim_end_matches('/').to_string();
+            let bearer = ctx.scenario.secret(&self.provider.credential).clone();
+            let (transport, limits, disabled) =
+                (self.provider.transport, ctx.suite.limits.clone(), self.provider.disabled);
+            let job = move |_: Rc<NsView>, api: N8nApi| async move {
+                let workflows = gather::workflows(&api, &credentials).await?;
+                let exposure = if disabled {
+                    None
+                } else {
+                    Some(gather::exposure(api.app.base(), &path, transport, &bearer, &limits).await)
+                };
+                Ok((workflows, exposure))
+            };
+            let (workflows, exposure) = match self.site.run(ctx, "reading n8n's workflows", job).await {
+                Ok(s) => s,
+                Err(attempt) => return attempt,
+            };
+            let triggers: Vec<_> = workflows.iter().flat_map(|w| w.triggers.iter().map(move |t| (w, t))).collect();
+            let mut evidence: Vec<String> = triggers
+                .iter()
+                .map(|(w, t)| {
+                    format!(
+                        "MCP Server Trigger `{}` (typeVersion {}) of workflow `{}` ({}): path `{}`, auth={} (credential {}), tool nodes [{}]",
+                        t.node,
+                        t.type_version,
+                        w.name,
+                        if w.active { "active" } else { "inactive" },
+                        t.path,
+                        t.authentication,
+                        t.credential.as_deref().unwrap_or("none"),
+                        t.tools.join(", ")
+                    )
+                })
+                .collect();
+            if triggers.is_empty() {
+                evidence.push("MCP Server Trigger: none".into());
+            }
+            if let Some(e) = &exposure {
+                evidence.push(match (&e.tools, &e.error) {
+                    (Some(tools), _) => format!("{} lists [{}] to the provider's bearer", e.url, tools.join(", ")),
+                    (None, Some(err)) => format!("{}: {err}", e.url),
+                    _ => format!("{}: nothing", e.url),
+                });
+            }
+            Attempt::from_findings(judge_server(&self.provider, &trigger_path, &triggers, exposure.as_ref()), evidence)
+        })
+    }
+}
+
+/// `n8n::workflows`: every managed workflow, whichever provider it names.
+pub struct Workflows {
+    pub site: Site,
+    pub set: ManagedSet,
+}
+
+impl Probe for Workflows {
+    fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
+        Box::pin(async move {
+            let credentials = credential_index(ctx);
+            let job = move |_: Rc<NsView>, api: N8nApi| async move { gather::workflows(&api, &credentials).await };
+            let workflows = match self.site.run(ctx, "reading n8n's workflows", job).await {
+                Ok(w) => w,
+                Err(attempt) => return attempt,
+            };
+            let mut evidence = workflow_lines(&workflows, &self.set.prefix);
+            let people = workflows.iter().filter(|w| !w.name.starts_with(&self.set.prefix)).count();
+            evidence.push(format!(
+                "{} workflow(s) under the managed prefix `{}`; {people} without it (a person's, left alone here)",
+                workflows.len() - people,
+                self.set.prefix
+            ));
+            Attempt::from_findings(judge_workflows(&workflows, &self.set), evidence)
+        })
+    }
+}
