@@ -85,7 +85,10 @@ pub(super) fn resolve(image: Option<&String>, digest: &DigestRef, unresolved_ok:
     }
     let digest = crate::text::sha256_hex(&text).map_err(|problem| match digest {
         DigestRef::Written(_) => problem,
-        DigestRef::Env(EnvRef { env }) => format!("{problem} (read from environment variable `{env}`)"),
+        // Never the value: a variable named here by mistake may hold a credential.
+        DigestRef::Env(EnvRef { env }) => format!(
+            "environment variable `{env}` holds no digest (its value is not shown): expected `sha256:` and 64 hex digits (or at least 12, a prefix)"
+        ),
     })?;
     Ok(ImagePin { image: image.cloned(), digest, source })
 }
@@ -123,5 +126,15 @@ mod tests {
         let e = resolve(None, &reference, false).unwrap_err();
         assert!(e.contains(var) && e.contains("is not set"), "{e}");
         assert!(resolve(None, &reference, true).is_ok(), "listing needs no value");
+    }
+
+    #[test]
+    fn a_variable_that_holds_no_digest_is_refused_without_its_value() {
+        let var = "CORDON_TEST_IMAGE_PIN_HOLDS_A_TOKEN_7d2e";
+        // SAFETY: a variable of this test alone, set before it is read.
+        unsafe { std::env::set_var(var, "tok-s3cr3t-value-not-a-digest") };
+        let e = resolve(None, &DigestRef::Env(EnvRef { env: var.into() }), false).unwrap_err();
+        assert!(e.contains(var) && e.contains("holds no digest"), "{e}");
+        assert!(!e.contains("s3cr3t"), "the value was shown: {e}");
     }
 }

@@ -619,7 +619,7 @@ fn upstream_why(
             "app {}'s log holds not even the allowed control call's nonce (of every replica), so it does not show what the app receives",
             u.app
         ),
-        (Some(_), _) => "the specification gives that tool no string argument in its operation's path, where an access log would show a nonce".into(),
+        (Some(_), _) => "no operation of the specification for that name carries a string argument in its path (where an access log would show a nonce), or a required argument of it is no free string".into(),
     }
 }
 

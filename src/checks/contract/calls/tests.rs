@@ -262,7 +262,7 @@ fn a_nonce_only_in_a_body_proves_no_refusal_by_its_absence() {
     log.in_path.clear();
     let a = judge(&denied(), &[with_nonces(result(true, OWN_WORDS, false))], Some(&log), vec![]);
     let Attempt::Skip { reason: why } = &a else { panic!("{a:?}") };
-    assert!(why.contains("no string argument in its operation's path"), "{why}");
+    assert!(why.contains("carries a string argument in its path"), "{why}");
     let log = UpstreamLog { in_path: Default::default(), ..app_log(&["n-control", "n-denied"]) };
     let a = judge(&denied(), &[with_nonces(result(true, OWN_WORDS, false))], Some(&log), vec![]);
     assert!(reason(&a).contains("received it"), "a nonce seen anywhere is still a run: {a:?}");
