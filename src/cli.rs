@@ -140,6 +140,10 @@ enum Command {
     /// Generate a scenario from a platform's role metadata (or `--check` one for drift).
     #[command(subcommand)]
     Import(crate::import::Platform),
+    /// Draft a scenario from a running compose project or swarm stack: its MCP servers,
+    /// what they serve, and which containers reach them today, each admitted pair marked
+    /// `# review` (reachability today is not a contract).
+    Init(crate::init::InitArgs),
     /// What a check proves, from where, and what the last run saw (from report.json).
     Explain {
         /// A check name, e.g. `reach::n8n-/->legacy`.
@@ -314,6 +318,7 @@ pub fn main() -> Ending {
             }
         },
         Command::Import(platform) => crate::import::run(platform),
+        Command::Init(args) => crate::init::run(args),
         Command::Swarm { .. } | Command::Agent | Command::Completions { .. } => unreachable!("mapped above"),
         Command::Probe(args) => match probe_request(*args, filters, &redactor) {
             Ok(request) => app::execute(request),

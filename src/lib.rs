@@ -20,6 +20,7 @@ pub(crate) mod explain;
 pub(crate) mod fsutil;
 pub(crate) mod history;
 pub mod import;
+pub(crate) mod init;
 pub(crate) mod interrupt;
 pub(crate) mod matrix;
 pub(crate) mod mcp;

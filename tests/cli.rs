@@ -215,3 +215,35 @@ fn the_readme_scenario_by_hand_loads_and_plans_checks() {
         assert!(stdout.contains(check), "no {check}: {stdout}");
     }
 }
+
+/// `cordon init` refuses what it cannot do before it touches anything: a project and a
+/// stack at once, a credential mapping that is not SERVICE=VAR, a draft over an existing
+/// file; and with no engine to read, it ends as an infrastructure error that names it.
+#[test]
+fn init_refuses_bad_arguments_and_says_when_the_engine_is_unreachable() {
+    let (code, _, stderr) = cordon(&["init"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--project"), "{stderr}");
+    let (code, _, stderr) = cordon(&["init", "--project", "p", "--stack", "s"]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _, stderr) = cordon(&["init", "--project", "p", "--credential", "GITEA_TOKEN"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--credential GITEA_TOKEN: expected SERVICE=VAR"), "{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    let existing = dir.path().join("scenario.yaml");
+    std::fs::write(&existing, "keep me").unwrap();
+    let (code, _, stderr) = cordon(&["init", "--project", "p", "--out", existing.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("exists; cordon init writes a new file only"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me");
+    let socket = dir.path().join("no-engine.sock");
+    let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
+        .args(["init", "--project", "p"])
+        .env("DOCKER_HOST", format!("unix://{}", socket.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains(&socket.display().to_string()), "the error names the engine it tried: {stderr}");
+    assert!(out.stdout.is_empty(), "nothing is drafted: {}", String::from_utf8_lossy(&out.stdout));
+}

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde::Deserialize;
-use support::stack::{REFERENCE_SKIPS, Stack, as_on_the_reference, repo, verdicts};
+use support::stack::{REFERENCE_SKIPS, Stack, as_on_the_reference, repo, reviewed_pairs, verdicts};
 
 /// What a variant must show (docker/reference/broken/<name>/expect.yaml). `{project}` in a
 /// text stands for the stack's compose project.
@@ -51,6 +51,10 @@ struct Expect {
     #[serde(default)]
     stderr: Vec<String>,
     within_seconds: Option<u64>,
+    /// Pairs (`client -> provider`) a `cordon init` draft of the variant must admit for
+    /// review beyond the reference stack's own (the stray pairs it shows).
+    #[serde(default)]
+    init_strays: Vec<String>,
     /// The stack's subnet block (`10.x`, i.e. 10.x.0.0/16); variants that share one take
     /// turns (support::stack).
     subnet: String,
@@ -223,6 +227,41 @@ fn the_reference_stack_passes_every_check_twenty_times_in_a_row() {
             "run {run}: verdicts changed: {changed:#?}\n{stdout}"
         );
     }
+    a_drafted_scenario_passes_on_the_stack_it_was_drafted_from(&stack);
+}
+
+/// What `cordon init` admits on the reference stack: the scenario's pairs, and the gitea
+/// app, which shares net-gitea with its sidecar (reachability today, for review).
+const REFERENCE_DRAFT_PAIRS: [&str; 7] = [
+    "flowise -> native",
+    "gitea -> gitea-mcp",
+    "n8n -> modern",
+    "webui -> gitea-mcp",
+    "webui -> legacy",
+    "webui -> modern",
+    "webui -> native",
+];
+
+/// `cordon init` drafts a scenario from the running reference stack (no metadata, no hand
+/// work), and `cordon compose` passes it: the draft holds what the stack does.
+fn a_drafted_scenario_passes_on_the_stack_it_was_drafted_from(stack: &Stack) {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, draft, stderr) = stack.init(dir.path());
+    assert_eq!(code, 0, "cordon init: {stderr}");
+    let text = std::fs::read_to_string(&draft).unwrap();
+    assert_eq!(reviewed_pairs(&text), REFERENCE_DRAFT_PAIRS, "{text}");
+    for (var, value) in stack.env.iter().filter(|(k, _)| k.ends_with("_TOKEN")) {
+        assert!(!text.contains(value.as_str()) && !stderr.contains(value.as_str()), "the draft holds {var}'s value");
+    }
+    let results = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr, report) = stack.cordon(&draft, results.path(), &[]);
+    let not_passed: Vec<_> =
+        verdicts(&report).into_iter().filter(|(_, v, _)| v != "passed" && v != "skipped").collect();
+    assert!(code == 0 && not_passed.is_empty(), "exit {code}; not passed: {not_passed:#?}\n{text}\n{stdout}\n{stderr}");
+    let passed = verdicts(&report).iter().filter(|(_, v, _)| v == "passed").count();
+    assert!(passed >= 40, "the draft proves little: {passed} checks passed\n{stdout}");
+    let summary = stdout.lines().rev().find(|l| l.starts_with("cordon: ")).unwrap_or("");
+    eprintln!("observed: a scenario drafted by cordon init, run on the stack it was drafted from: {summary}");
 }
 
 /// Every written report and the console carry no token value of the stack.
@@ -265,6 +304,9 @@ fn broken_variant(dir: &Path, expect: &Expect) {
             Some(f) => assert_eq!(f, &verdicts, "{name}: run {run} changed verdicts"),
         }
     }
+    if !expect.init_strays.is_empty() {
+        a_draft_shows_the_stray_pairs(name, &stack, expect);
+    }
     for service in &expect.accepts_nothing {
         let (requests, accepted) = stack.accepted_requests(service);
         assert!(
@@ -275,6 +317,23 @@ fn broken_variant(dir: &Path, expect: &Expect) {
         eprintln!(
             "observed: {name}: {service} logged {requests} request(s), every one refused for want of its credential"
         );
+    }
+}
+
+/// `cordon init` on a broken variant admits its stray pairs, each on a `# review` line,
+/// beside the reference stack's own.
+fn a_draft_shows_the_stray_pairs(name: &str, stack: &Stack, expect: &Expect) {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, draft, stderr) = stack.init(dir.path());
+    assert_eq!(code, 0, "{name}: cordon init: {stderr}");
+    let text = std::fs::read_to_string(&draft).unwrap();
+    let mut want: Vec<String> = REFERENCE_DRAFT_PAIRS.iter().map(|p| p.to_string()).collect();
+    want.extend(expect.init_strays.iter().cloned());
+    want.sort();
+    assert_eq!(reviewed_pairs(&text), want, "{name}:\n{text}");
+    for stray in &expect.init_strays {
+        let line = text.lines().find(|l| l.contains(&format!("# review: {stray}: "))).unwrap();
+        eprintln!("observed: {name}: cordon init: {}", line.trim());
     }
 }
 

@@ -22,6 +22,8 @@ and there is no default (the demo's scenarios/reference.yaml describes the refer
   to get one:
     cordon import infinito --roles ROLES --inventory INVENTORY --project P --out scenario.yaml
                              generated from the platform's role metadata
+    cordon init --project P --out scenario.yaml
+                             drafted from your running deployment (review it before use)
     write one by hand        README, \"Using it\": a scenario of ten lines
     cargo run -- demo        the reference stack with its own scenario, to see a run first";
 

@@ -23,7 +23,7 @@ mod provider;
 mod roles;
 mod validate;
 mod vocabulary;
-mod yaml;
+pub(crate) mod yaml;
 
 pub use args::{Platform, run};
 pub use decide::{Request, import};

@@ -324,6 +324,30 @@ impl Stack {
         args.extend(extra.iter().map(|s| s.to_string()));
         run_cordon(&args, self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())), results)
     }
+
+    /// `cordon init --project <this stack> --out <dir>/draft.yaml`: the draft's path, with
+    /// the exit code and stderr. The bearers are in the environment as the deploy had them.
+    pub fn init(&self, dir: &Path) -> (i32, PathBuf, String) {
+        let draft = dir.join("draft.yaml");
+        let out = Command::new(env!("CARGO_BIN_EXE_cordon"))
+            .args(["init", "--project", &self.project, "--out"])
+            .arg(&draft)
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .output()
+            .expect("running cordon init");
+        (out.status.code().unwrap_or(-1), draft, String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// The pairs a draft of `cordon init` admits for review (`client -> provider`), sorted.
+pub fn reviewed_pairs(draft: &str) -> Vec<String> {
+    let mut pairs: Vec<String> = draft
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("# review: "))
+        .filter_map(|l| l.split_once(": observed, not declared").map(|(pair, _)| pair.to_string()))
+        .collect();
+    pairs.sort();
+    pairs
 }
 
 impl Drop for Stack {
