@@ -6,7 +6,9 @@
 
 use std::future::Future;
 use std::rc::Rc;
+use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use crate::apps::webapp::ApiError;
@@ -15,6 +17,86 @@ use crate::checks::kit::vantage::client_target;
 use crate::config::Expectation;
 use crate::model::{Attempt, Finding};
 use crate::netns::NsView;
+
+/// What differs between the client apps whose state a family checks through their API:
+/// how a job signs in, and what Ctrl-C undoes there. Running a job signed in
+/// ([`run_signed_in`]) and registering the undo are written once, below.
+pub trait ClientApp: Clone + Send + Sync + 'static {
+    /// The app's name in messages ("Flowise").
+    const NAME: &'static str;
+    /// What a job works through: a signed-in session.
+    type Session: 'static;
+    /// What the family leaves in the app until it undoes it itself.
+    type Pending: Send + 'static;
+    /// What signing in needs, owned, from the scenario's block of `client`.
+    fn for_client(ctx: &RunContext, client: &str) -> Self;
+    /// Signs in, from inside the app's namespace.
+    fn sign_in(&self) -> impl Future<Output = Result<Self::Session, ApiError>>;
+    /// Everything still pending, taken: Ctrl-C undoes each once.
+    fn take_pending() -> Vec<Self::Pending>;
+    /// Undoes `pending` from inside the app's namespace: what could not be undone, or why
+    /// nothing could be.
+    fn undo(&self, pending: Vec<Self::Pending>) -> impl Future<Output = Result<Vec<String>, String>>;
+    /// A lock jobs take in turn, for an app that answers concurrent writes with errors.
+    fn one_at_a_time() -> Option<&'static tokio::sync::Mutex<()>> {
+        None
+    }
+}
+
+/// Runs `job` signed in to `client`'s app, in its container's namespace, with Ctrl-C
+/// registered to undo what the family leaves there.
+pub async fn run_signed_in<A, F, Fut, T>(ctx: &RunContext, client: &str, what: &str, job: F) -> Result<T, Attempt>
+where
+    A: ClientApp,
+    F: FnOnce(Rc<NsView>, A::Session) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T, ApiError>> + 'static,
+    T: Send + 'static,
+{
+    let _alone = match A::one_at_a_time() {
+        Some(lock) => Some(lock.lock().await),
+        None => None,
+    };
+    undo_on_ctrl_c::<A>(ctx, client);
+    let app = A::for_client(ctx, client);
+    let out = run_in(ctx, client, what, move |view| async move {
+        let session = app.sign_in().await?;
+        job(view, session).await
+    })
+    .await;
+    crate::interrupt::hold_if_interrupted().await;
+    out
+}
+
+fn undo_on_ctrl_c<A: ClientApp>(ctx: &RunContext, client: &str) {
+    let Some(deployment) = ctx.deployment.clone() else { return };
+    let (scenario, client, app) = (ctx.scenario.clone(), client.to_string(), A::for_client(ctx, client));
+    crate::interrupt::on_interrupt(
+        A::NAME,
+        Arc::new(move || {
+            let (deployment, scenario, client, app) =
+                (deployment.clone(), scenario.clone(), client.clone(), app.clone());
+            Box::pin(async move {
+                let todo = A::take_pending();
+                if todo.is_empty() {
+                    return vec![];
+                }
+                let Ok(target) = client_target(&deployment.topology(), &scenario, &client) else {
+                    return vec![format!("no running {} container to undo {} change(s) in", A::NAME, todo.len())];
+                };
+                match deployment.run_in(&target, "cleanup", move |_| async move { app.undo(todo).await }).await {
+                    Ok(Ok(left)) => left,
+                    Ok(Err(e)) => vec![format!("could not undo in {}: {e}", A::NAME)],
+                    Err(_) => vec![format!("cannot enter the {} container", A::NAME)],
+                }
+            }) as BoxFuture<'static, Vec<String>>
+        }),
+    );
+}
+
+/// What could not be undone, as evidence lines.
+pub fn warnings(left: Vec<String>) -> Vec<String> {
+    left.into_iter().map(|l| format!("warning: {l}")).collect()
+}
 
 pub fn api_attempt(what: &str, e: &ApiError) -> Attempt {
     let reason = format!("{what}: {e}");

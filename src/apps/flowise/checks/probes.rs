@@ -3,19 +3,18 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
 use super::judge::{Desired, judge_access, judge_registry, judge_run, judge_run_target};
-use crate::apps::clientapp::{RunAsk as Ask, credential_index, run_in};
+use crate::apps::clientapp::{ClientApp, RunAsk as Ask, credential_index, run_signed_in, warnings};
 use crate::apps::flowise::api::Session;
 use crate::apps::flowise::ephemeral::{self, Ephemeral};
 use crate::apps::flowise::gather::{self, RunAsk};
 use crate::apps::webapp::{ApiError, WebApp};
 use crate::check::{Probe, RunContext};
-use crate::checks::kit::vantage::client_target;
 use crate::config::{Flowise, ReadSpec};
 use crate::mcp::Limits;
 use crate::model::Attempt;
@@ -64,14 +63,14 @@ impl Login {
     }
 }
 
-impl Site {
-    fn flowise<'a>(&self, ctx: &'a RunContext) -> &'a Flowise {
-        let client = ctx.scenario.clients.iter().find(|c| c.id == self.client).expect("planned from the scenario");
-        client.flowise.as_ref().expect("planned for the client with the block")
-    }
+impl ClientApp for Login {
+    const NAME: &'static str = "Flowise";
+    type Session = (Session, Redactor);
+    type Pending = ephemeral::Pending;
 
-    fn login(&self, ctx: &RunContext) -> Login {
-        let flowise = self.flowise(ctx).clone();
+    fn for_client(ctx: &RunContext, client: &str) -> Self {
+        let client = ctx.scenario.clients.iter().find(|c| c.id == client).expect("planned from the scenario");
+        let flowise = client.flowise.clone().expect("planned for the client with the block");
         Login {
             password: ctx.scenario.secret(&flowise.admin_password).clone(),
             flowise,
@@ -80,70 +79,48 @@ impl Site {
         }
     }
 
+    async fn sign_in(&self) -> Result<Self::Session, ApiError> {
+        Ok((self.open().await?, self.redactor.clone()))
+    }
+
+    fn take_pending() -> Vec<Self::Pending> {
+        ephemeral::take_all()
+    }
+
+    async fn undo(&self, pending: Vec<Self::Pending>) -> Result<Vec<String>, String> {
+        let session = tokio::time::timeout(UNDO_BUDGET, self.open())
+            .await
+            .map_err(|_| "Flowise did not answer the sign-in".to_string())?
+            .map_err(|e| e.to_string())?;
+        let mut left = Vec::new();
+        for p in &pending {
+            left.extend(ephemeral::undo(&session, p).await);
+        }
+        Ok(left)
+    }
+
+    /// Flowise 3.1.4 on SQLite answers concurrent writes (a prediction saving its chat
+    /// while another check makes an API key) with 500 `SQLITE_BUSY: database is locked`.
+    fn one_at_a_time() -> Option<&'static tokio::sync::Mutex<()>> {
+        static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        Some(&ONE_AT_A_TIME)
+    }
+}
+
+impl Site {
     /// Runs `job` with an admin session in the Flowise container's namespace, one check
-    /// at a time: Flowise 3.1.4 on SQLite answers concurrent writes (a prediction saving
-    /// its chat while another check makes an API key) with 500 `SQLITE_BUSY: database is
-    /// locked`.
+    /// at a time.
     async fn run<F, Fut, T>(&self, ctx: &RunContext, what: &str, job: F) -> Result<T, Attempt>
     where
         F: FnOnce(Rc<NsView>, Session, Redactor) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<T, ApiError>> + 'static,
         T: Send + 'static,
     {
-        static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-        let _alone = ONE_AT_A_TIME.lock().await;
-        self.guard_ctrl_c(ctx);
-        let login = self.login(ctx);
-        let out = run_in(ctx, &self.client, what, move |view| async move {
-            let session = login.open().await?;
-            job(view, session, login.redactor.clone()).await
+        run_signed_in::<Login, _, _, _>(ctx, &self.client, what, move |view, (session, redactor)| {
+            job(view, session, redactor)
         })
-        .await;
-        crate::interrupt::hold_if_interrupted().await;
-        out
+        .await
     }
-
-    /// Ctrl-C undoes what the family still has pending in Flowise.
-    fn guard_ctrl_c(&self, ctx: &RunContext) {
-        let Some(deployment) = ctx.deployment.clone() else { return };
-        let (scenario, client, login) = (ctx.scenario.clone(), self.client.clone(), self.login(ctx));
-        crate::interrupt::on_interrupt(
-            "Flowise",
-            Arc::new(move || {
-                let (deployment, scenario, client, login) =
-                    (deployment.clone(), scenario.clone(), client.clone(), login.clone());
-                Box::pin(async move {
-                    let todo = ephemeral::take_all();
-                    if todo.is_empty() {
-                        return vec![];
-                    }
-                    let Ok(target) = client_target(&deployment.topology(), &scenario, &client) else {
-                        return vec![format!("no running Flowise container to undo {} change(s) in", todo.len())];
-                    };
-                    let job = move |_view: Rc<NsView>| async move {
-                        let session = tokio::time::timeout(UNDO_BUDGET, login.open())
-                            .await
-                            .map_err(|_| "Flowise did not answer the sign-in".to_string())?
-                            .map_err(|e| e.to_string())?;
-                        let mut left = Vec::new();
-                        for p in &todo {
-                            left.extend(ephemeral::undo(&session, p).await);
-                        }
-                        Ok::<_, String>(left)
-                    };
-                    match deployment.run_in(&target, "cleanup", job).await {
-                        Ok(Ok(left)) => left,
-                        Ok(Err(e)) => vec![format!("could not undo in Flowise: {e}")],
-                        Err(_) => vec!["cannot enter the Flowise container".into()],
-                    }
-                }) as BoxFuture<'static, Vec<String>>
-            }),
-        );
-    }
-}
-
-fn warnings(left: Vec<String>) -> Vec<String> {
-    left.into_iter().map(|l| format!("warning: {l}")).collect()
 }
 
 pub struct Registry {

@@ -2,7 +2,6 @@
 //! the n8n container's namespace and hands them to pure judges.
 
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -10,14 +9,13 @@ use futures_util::future::BoxFuture;
 use super::judge::{
     ManagedSet, WantedClient, judge_client_config, judge_client_run, judge_server, judge_workflows, managed_workflow,
 };
-use crate::apps::clientapp::{RunAsk as Ask, credential_index, run_in};
+use crate::apps::clientapp::{ClientApp, RunAsk as Ask, credential_index, run_signed_in};
 use crate::apps::n8n::api::N8nApi;
 use crate::apps::n8n::ephemeral::{self, Ephemeral};
 use crate::apps::n8n::gather::{self, RunAsk};
 use crate::apps::n8n::observe::WorkflowSeen;
 use crate::apps::webapp::{ApiError, WebApp};
 use crate::check::{Probe, RunContext};
-use crate::checks::kit::vantage::client_target;
 use crate::config::{N8n, Provider};
 use crate::mcp::Limits;
 use crate::model::Attempt;
@@ -45,63 +43,40 @@ impl Access {
     }
 }
 
-impl Site {
-    fn n8n<'a>(&self, ctx: &'a RunContext) -> &'a N8n {
-        let client = ctx.scenario.clients.iter().find(|c| c.id == self.client).expect("planned from the scenario");
-        client.n8n.as_ref().expect("planned for the client with the block")
-    }
+impl ClientApp for Access {
+    const NAME: &'static str = "n8n";
+    type Session = N8nApi;
+    type Pending = ephemeral::RunMark;
 
-    fn access(&self, ctx: &RunContext) -> Access {
-        let n8n = self.n8n(ctx).clone();
+    fn for_client(ctx: &RunContext, client: &str) -> Self {
+        let client = ctx.scenario.clients.iter().find(|c| c.id == client).expect("planned from the scenario");
+        let n8n = client.n8n.clone().expect("planned for the client with the block");
         Access { key: ctx.scenario.secret(&n8n.api_key).clone(), n8n, limits: ctx.suite.limits.clone() }
     }
 
+    async fn sign_in(&self) -> Result<N8nApi, ApiError> {
+        self.api()
+    }
+
+    fn take_pending() -> Vec<Self::Pending> {
+        ephemeral::take_all()
+    }
+
+    /// Deletes the execution records the family's runs left.
+    async fn undo(&self, pending: Vec<Self::Pending>) -> Result<Vec<String>, String> {
+        let api = self.api().map_err(|e| e.to_string())?;
+        Ok(ephemeral::undo(&api, &pending, ephemeral::INTERRUPTED_RECORD_WAIT).await)
+    }
+}
+
+impl Site {
     async fn run<F, Fut, T>(&self, ctx: &RunContext, what: &str, job: F) -> Result<T, Attempt>
     where
         F: FnOnce(Rc<NsView>, N8nApi) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Result<T, ApiError>> + 'static,
         T: Send + 'static,
     {
-        self.guard_ctrl_c(ctx);
-        let access = self.access(ctx);
-        let out = run_in(ctx, &self.client, what, move |view| async move { job(view, access.api()?).await }).await;
-        crate::interrupt::hold_if_interrupted().await;
-        out
-    }
-
-    /// Ctrl-C deletes the execution records the family's runs left.
-    fn guard_ctrl_c(&self, ctx: &RunContext) {
-        let Some(deployment) = ctx.deployment.clone() else { return };
-        let (scenario, client, access) = (ctx.scenario.clone(), self.client.clone(), self.access(ctx));
-        crate::interrupt::on_interrupt(
-            "n8n",
-            Arc::new(move || {
-                let (deployment, scenario, client, access) =
-                    (deployment.clone(), scenario.clone(), client.clone(), access.clone());
-                Box::pin(async move {
-                    let todo = ephemeral::take_all();
-                    if todo.is_empty() {
-                        return vec![];
-                    }
-                    let Ok(target) = client_target(&deployment.topology(), &scenario, &client) else {
-                        return vec![format!(
-                            "no running n8n container to delete the records of {} run(s) in",
-                            todo.len()
-                        )];
-                    };
-                    let job = move |_: Rc<NsView>| async move {
-                        match access.api() {
-                            Ok(api) => ephemeral::undo(&api, &todo, ephemeral::INTERRUPTED_RECORD_WAIT).await,
-                            Err(e) => vec![e.to_string()],
-                        }
-                    };
-                    deployment
-                        .run_in(&target, "cleanup", job)
-                        .await
-                        .unwrap_or_else(|_| vec!["cannot enter the n8n container".into()])
-                }) as BoxFuture<'static, Vec<String>>
-            }),
-        );
+        run_signed_in::<Access, _, _, _>(ctx, &self.client, what, job).await
     }
 }
 

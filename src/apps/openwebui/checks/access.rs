@@ -9,7 +9,8 @@ use futures_util::future::BoxFuture;
 
 use super::Signin;
 use super::judge::Desired;
-use super::probes::{Case, Phase, Site, When, first_granted, judge_phases, oidc_of, warnings};
+use super::probes::{Case, Phase, Site, When, first_granted, judge_phases, oidc_of};
+use crate::apps::clientapp::warnings;
 use crate::apps::openwebui::api::{Api, ApiError, Token};
 use crate::apps::openwebui::ephemeral::{self, Ephemeral};
 use crate::apps::openwebui::gather::{self, group_ids};

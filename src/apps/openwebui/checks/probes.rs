@@ -1,6 +1,7 @@
 //! The probes of the `openwebui` family: each gathers its observations in the Open WebUI
 //! container's namespace and hands them to a pure judge.
 
+use crate::apps::clientapp::api_attempt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -155,11 +156,6 @@ pub(super) fn oidc_of(ctx: &RunContext, webui: &OpenWebui) -> Option<(Oidc, Secr
     })
 }
 
-pub fn api_attempt(what: &str, e: &ApiError) -> Attempt {
-    let reason = format!("{what}: {e}");
-    if e.is_not_ready() { Attempt::not_ready(reason, vec![]) } else { Attempt::fail(reason, vec![]) }
-}
-
 /// Removes test users at the identity provider; returns what could not be removed.
 async fn forget_at_idp(view: &NsView, o: &Oidc, secret: &Secret, signin: &Signin, emails: &[&String]) -> Vec<String> {
     let idp = match Idp::locate(view, o.admin.url()).await {
@@ -174,10 +170,6 @@ async fn forget_at_idp(view: &NsView, o: &Oidc, secret: &Secret, signin: &Signin
         }
     }
     left
-}
-
-pub(super) fn warnings(left: Vec<String>) -> Vec<String> {
-    left.into_iter().map(|l| format!("warning: {l}")).collect()
 }
 
 pub struct Connections {

@@ -20,7 +20,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 use super::Signin;
-use super::probes::{Site, warnings};
+use super::probes::Site;
+use crate::apps::clientapp::warnings;
 use crate::apps::clientapp::{meets, nonce, prompt, with_nonce};
 use crate::apps::openwebui::chat::{self, CallSeen, ChatSeen, ToolCallAsk};
 use crate::apps::openwebui::ephemeral::Ephemeral;
