@@ -61,6 +61,20 @@ down)
     wait_gone "containers" docker ps -aq --filter "label=com.docker.stack.namespace=$stack"
     # A stack's named volumes outlive it: remove them with it.
     docker volume ls -q --filter "label=com.docker.stack.namespace=$stack" | xargs -r docker volume rm >/dev/null
+    # Docker 20.10 now and then keeps a removed task's endpoint on an overlay network
+    # (seen: still held 180 s after `stack rm`). After 30 s of waiting, what is left is
+    # removed by hand, its stale endpoints disconnected by force first.
+    for _ in $(seq 1 30); do
+        [ -z "$(docker network ls -q --filter "label=com.docker.stack.namespace=$stack")" ] && break
+        sleep 1
+    done
+    for net in $(docker network ls -q --filter "label=com.docker.stack.namespace=$stack"); do
+        for ep in $(docker network inspect -f '{{range $id, $c := .Containers}}{{$c.Name}} {{end}}' "$net" 2>/dev/null); do
+            echo "deploy.sh: disconnecting the stale endpoint $ep from network $net" >&2
+            docker network disconnect -f "$net" "$ep" >/dev/null 2>&1 || true
+        done
+        docker network rm "$net" >/dev/null 2>&1 || true
+    done
     wait_gone "networks" docker network ls -q --filter "label=com.docker.stack.namespace=$stack"
     wait_gone "secrets" docker secret ls -q --filter "label=com.docker.stack.namespace=$stack"
     ;;

