@@ -2,7 +2,7 @@
 //! serves from, checked against the digests the platform pins for it.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde_saphyr::Spanned;
 use sha2::{Digest, Sha256};
@@ -58,7 +58,7 @@ pub fn specification(
     }
     let (Some(rel), Some(pin)) = (&a.specification_path, &a.specification_sha256) else { return Err(()) };
     // Outside the role's own files: a finding of its own (lint), nothing to read here.
-    let Ok(within) = super::lint::own_specification(role, &rel.value) else { return Err(()) };
+    let Ok(within) = own_specification(role, &rel.value) else { return Err(()) };
     let path = role_dir.join(within);
     let spec = read_pinned(ctx, file, rel, pin, &path)?;
     let tools: BTreeSet<String> = spec.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
@@ -159,7 +159,7 @@ fn check_against(
                     path.display()
                 );
                 ctx.lint(
-                    super::lint::MUTATING_OPERATION,
+                    super::codes::MUTATING_OPERATION,
                     file,
                     Some(&tool.referenced),
                     &format!("tools.allowlist[{i}]"),
@@ -175,6 +175,52 @@ fn check_against(
                 );
                 ctx.error(file, Some(&tool.referenced), &format!("tools.allowlist[{i}]"), message);
             }
+        }
+    }
+}
+
+/// `specification_path` within the role's own `files/`, as a path relative to the role
+/// directory (`files/...`); why not, otherwise.
+pub(super) fn own_specification(role: &str, path: &str) -> Result<String, String> {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        return Err("is absolute".into());
+    }
+    if p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+        return Err("climbs out with `..`".into());
+    }
+    let parts: Vec<&str> =
+        p.components().filter_map(|c| if let Component::Normal(n) = c { n.to_str() } else { None }).collect();
+    let within = match parts.as_slice() {
+        ["files", rest @ ..] if !rest.is_empty() => rest,
+        ["roles", r, "files", rest @ ..] if *r == role && !rest.is_empty() => rest,
+        ["roles", r, ..] if *r != role => return Err(format!("lies in role `{r}`, not in `{role}`")),
+        _ => return Err("is not under the role's `files/`".into()),
+    };
+    Ok(format!("files/{}", within.join("/")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_specification_stays_in_its_role() {
+        assert_eq!(own_specification("web-app-x", "files/mcp/a.json").as_deref(), Ok("files/mcp/a.json"));
+        assert_eq!(
+            own_specification("web-app-x", "roles/web-app-x/files/mcp/a.json").as_deref(),
+            Ok("files/mcp/a.json")
+        );
+        assert_eq!(own_specification("web-app-x", "./files/a.json").as_deref(), Ok("files/a.json"));
+        for bad in [
+            "roles/web-app-y/files/a.json",
+            "files/../../etc/passwd",
+            "/etc/passwd",
+            "meta/a.json",
+            "files",
+            "roles/web-app-x/templates/a.json",
+        ] {
+            assert!(own_specification("web-app-x", bad).is_err(), "{bad}");
         }
     }
 }

@@ -190,7 +190,7 @@ pub fn standing(ctx: &mut Context, role: &Role) -> Standing {
     }
     if shared.is_none() {
         let message = "no `shared`: an enabled surface states whether other roles may discover it (no default)";
-        ctx.lint(super::lint::MISSING_FIELD, file, Some(&enabled.referenced), "shared", message);
+        ctx.lint(super::codes::MISSING_FIELD, file, Some(&enabled.referenced), "shared", message);
     }
     if shared != Some(true) {
         let said = if shared.is_none() { "sets no `shared`" } else { "is not `shared`" };

@@ -11,7 +11,7 @@ use super::model::{Code, CredentialRef, Import, ImportedClient, ImportedProvider
 use super::provider::{self, Mode};
 use super::roles::{Role, Roles};
 use super::vocabulary as words;
-use super::{lint, validate};
+use super::{codes, lint, validate};
 use crate::config::{ConfigError, ConfigErrors};
 
 /// What to import, from where, for which deployment.
@@ -58,7 +58,7 @@ impl Ledger {
             let message = format!(
                 "authenticates as principal `{owner}`, as provider `{other}` does ({origin}): every provider needs its own principal, so revoking one cannot disarm the others",
             );
-            ctx.lint(lint::PRINCIPAL_SHARED, &file, at.as_ref(), "credential.owner", message);
+            ctx.lint(codes::PRINCIPAL_SHARED, &file, at.as_ref(), "credential.owner", message);
             return;
         }
         self.principals.insert(owner, (p.id.clone(), credential.origin.clone()));
@@ -255,9 +255,9 @@ fn wire(
                 );
                 let at = admitted[index].referenced;
                 let code = if code == Code::TransportUnsupported {
-                    lint::TRANSPORT_UNSUPPORTED
+                    codes::TRANSPORT_UNSUPPORTED
                 } else {
-                    lint::AUTH_UNSUPPORTED
+                    codes::AUTH_UNSUPPORTED
                 };
                 ctx.lint(code, &mcp.file, Some(&at), &format!("allowed_consumers[{index}]"), message);
                 continue;

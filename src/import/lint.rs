@@ -4,70 +4,17 @@
 //! with a stable code, the file, line and key. An import with findings is computed (so
 //! every finding is reported in one pass) but never written: cordon exits 1.
 
-use std::path::{Component, Path};
+use std::path::Path;
 
 use serde_saphyr::{Location, Spanned};
 
+use super::adapter::own_specification;
+use super::codes::*;
 use super::condition::{self, Expr};
 use super::context::Context;
 use super::metadata::McpFile;
 use super::roles::Role;
 use super::vocabulary as words;
-
-/// Every code a finding or a refused import carries, with the rule in one line (the
-/// README's table is checked against this list).
-pub const RULES: &[(&str, &str)] = &[
-    (MISSING_FIELD, "an enabled provider lacks a field the contract requires (no implicit security defaults)"),
-    (SOURCE_UNPINNED, "a deployable mapping without `source_url` and an exact `supported_version`"),
-    (NEGATIVE_UNEXPLAINED, "an audit-only classification without a `reason` and `notes`"),
-    (REASON_UNKNOWN, "a `reason` that is not one of the platform's documented reasons"),
-    (MUTATING_WITHOUT_PROOFS, "`mutating_tools_enabled: true` without a `mutating_proofs` block"),
-    (MUTATING_OPERATION, "an allowlisted operation that is not GET or HEAD while mutations are off"),
-    (EMPTY_ALLOWLIST, "a `tools.allowlist` with no tool in it"),
-    (SPECIFICATION_OUTSIDE_ROLE, "a `specification_path` outside the role's own `files/`"),
-    (CONDITION_NAMES_PEERS, "an MCP `enabled`/`shared` expression that names another role"),
-    (CLIENT_CAPABILITIES_MISSING, "a client without `supported_transports` or `supported_auths`"),
-    (STATIC_BEARER_SUBJECT, "a static bearer (`auth: bearer_token`) declared as anything but `service_account`"),
-    (PRINCIPAL_SHARED, "two providers authenticate as the same principal (`credential.owner`)"),
-    (CREDENTIAL_MISSING, "a provider with an authorized, deployed consumer has no usable credential"),
-    (TRANSPORT_UNSUPPORTED, "an authorized consumer does not speak the provider's transport"),
-    (AUTH_UNSUPPORTED, "an authorized consumer does not speak the provider's auth scheme"),
-    (ENDPOINT_UNREACHABLE, "an enabled surface's endpoint cannot be rendered from the metadata"),
-];
-
-pub const MISSING_FIELD: &str = "missing_field";
-pub const SOURCE_UNPINNED: &str = "source_unpinned";
-pub const NEGATIVE_UNEXPLAINED: &str = "negative_unexplained";
-pub const REASON_UNKNOWN: &str = "reason_unknown";
-pub const MUTATING_WITHOUT_PROOFS: &str = "mutating_without_proofs";
-pub const MUTATING_OPERATION: &str = "mutating_operation_allowlisted";
-pub const EMPTY_ALLOWLIST: &str = "empty_allowlist";
-pub const SPECIFICATION_OUTSIDE_ROLE: &str = "specification_outside_role";
-pub const CONDITION_NAMES_PEERS: &str = "condition_names_peers";
-pub const CLIENT_CAPABILITIES_MISSING: &str = "client_capabilities_missing";
-pub const STATIC_BEARER_SUBJECT: &str = "static_bearer_subject";
-pub const PRINCIPAL_SHARED: &str = "principal_shared";
-pub const CREDENTIAL_MISSING: &str = "credential_missing";
-pub const TRANSPORT_UNSUPPORTED: &str = "transport_unsupported";
-pub const AUTH_UNSUPPORTED: &str = "auth_unsupported";
-pub const ENDPOINT_UNREACHABLE: &str = "endpoint_unreachable";
-
-/// The reasons an audit-only classification may give (the requirement's list).
-pub const REASONS: &[&str] = &[
-    "no_remote_surface",
-    "host_execution_boundary",
-    "privileged_control_plane",
-    "shared_engine_isolation",
-    "administrative_surface",
-    "duplicate_owner",
-    "version_unverified",
-    "licence",
-    "hosted_only",
-    "stdio_only",
-    "interactive_browser_session",
-    "unreviewed_third_party",
-    "missing_dependency",
-];
 
 /// The rules that hold for every role's metadata, deployed or not: what the platform's
 /// own lint runs over the whole tree.
@@ -144,27 +91,6 @@ pub fn every_role(ctx: &mut Context, role: &Role) {
         );
         ctx.lint(SPECIFICATION_OUTSIDE_ROLE, file, Some(&path.referenced), "adapter.specification_path", message);
     }
-}
-
-/// `specification_path` within the role's own `files/`, as a path relative to the role
-/// directory (`files/...`); why not, otherwise.
-pub fn own_specification(role: &str, path: &str) -> Result<String, String> {
-    let p = Path::new(path);
-    if p.is_absolute() {
-        return Err("is absolute".into());
-    }
-    if p.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-        return Err("climbs out with `..`".into());
-    }
-    let parts: Vec<&str> =
-        p.components().filter_map(|c| if let Component::Normal(n) = c { n.to_str() } else { None }).collect();
-    let within = match parts.as_slice() {
-        ["files", rest @ ..] if !rest.is_empty() => rest,
-        ["roles", r, "files", rest @ ..] if *r == role && !rest.is_empty() => rest,
-        ["roles", r, ..] if *r != role => return Err(format!("lies in role `{r}`, not in `{role}`")),
-        _ => return Err("is not under the role's `files/`".into()),
-    };
-    Ok(format!("files/{}", within.join("/")))
 }
 
 fn source_pinned(ctx: &mut Context, file: &Path, anchor: Option<&Location>, m: &McpFile) {
@@ -312,7 +238,7 @@ pub fn enabled_provider(ctx: &mut Context, role: &Role) {
         match &m.limits {
             None => need(false, "limits", anchor),
             Some(l) => {
-                let set: Vec<&str> = crate::import::model::limit_entries(&super::provider::limits(Some(&l.value)))
+                let set: Vec<&str> = crate::import::model::limit_entries(&super::metadata::limits(Some(&l.value)))
                     .into_iter()
                     .map(|(k, _)| k)
                     .collect();
@@ -355,26 +281,6 @@ pub fn enabled_client(ctx: &mut Context, role: &Role) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_specification_stays_in_its_role() {
-        assert_eq!(own_specification("web-app-x", "files/mcp/a.json").as_deref(), Ok("files/mcp/a.json"));
-        assert_eq!(
-            own_specification("web-app-x", "roles/web-app-x/files/mcp/a.json").as_deref(),
-            Ok("files/mcp/a.json")
-        );
-        assert_eq!(own_specification("web-app-x", "./files/a.json").as_deref(), Ok("files/a.json"));
-        for bad in [
-            "roles/web-app-y/files/a.json",
-            "files/../../etc/passwd",
-            "/etc/passwd",
-            "meta/a.json",
-            "files",
-            "roles/web-app-x/templates/a.json",
-        ] {
-            assert!(own_specification("web-app-x", bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn exact_versions_only() {

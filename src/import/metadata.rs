@@ -265,3 +265,17 @@ pub struct LocalNetwork {
     /// (the platform's convention).
     pub name: Option<String>,
 }
+
+/// The limits a provider's metadata declares, as the scenario holds them.
+pub(super) fn limits(decl: Option<&LimitsDecl>) -> crate::config::ProviderLimits {
+    let Some(l) = decl else { return crate::config::ProviderLimits::default() };
+    crate::config::ProviderLimits {
+        request_bytes: l.request_bytes.map(|v| v.0),
+        response_bytes: l.response_bytes.map(|v| v.0),
+        timeout_seconds: l.timeout_seconds.map(|v| v.0),
+        concurrent_requests: l.concurrent_requests.map(|v| v.0),
+        page_size: l.page_size.map(|v| v.0),
+        result_items: l.result_items.map(|v| v.0),
+        stream_seconds: l.stream_seconds.map(|v| v.0),
+    }
+}

@@ -10,6 +10,7 @@
 mod adapter;
 pub mod args;
 mod check;
+pub mod codes;
 mod condition;
 mod context;
 pub mod decide;

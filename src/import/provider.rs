@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 use super::adapter::{self, Specification};
 use super::context::Context;
 use super::endpoint::{self, internal_ports};
-use super::metadata::{AdapterDecl, CredentialDecl, LimitsDecl, McpFile, ProbeCallDecl, ToolsDecl, UpstreamServes};
+use super::metadata::{AdapterDecl, CredentialDecl, McpFile, ProbeCallDecl, ToolsDecl, UpstreamServes};
 use super::model::{
     BoundaryKeys, Code, CredentialRef, ImportedApp, ImportedImage, ImportedProvider, ImportedRead, Subject,
 };
 use super::roles::Role;
 use super::vocabulary::{self as words};
-use crate::config::{Expectation, ProviderLimits};
+use crate::config::Expectation;
 use crate::mcp::Transport;
 use serde_saphyr::Spanned;
 
@@ -112,7 +112,7 @@ pub fn resolve(
     provider.boundary = BoundaryKeys {
         denied_tools: contract.denied,
         strict_arguments: implementation == "adapter",
-        limits: limits(m.limits.as_ref().map(|l| &l.value)),
+        limits: super::metadata::limits(m.limits.as_ref().map(|l| &l.value)),
         limit_probes: contract.limit_probes,
         retired: Vec::new(),
         specification: spec.map(|s| relative_to(&s.path, scenario_dir)),
@@ -150,7 +150,7 @@ fn credential_or_refusal(
             role.id,
             waiting.join(", ")
         );
-        ctx.lint(crate::import::lint::CREDENTIAL_MISSING, file, at.as_ref(), "credential", message);
+        ctx.lint(super::codes::CREDENTIAL_MISSING, file, at.as_ref(), "credential", message);
     } else {
         ctx.reject(&role.id, Subject::Provider, Code::CredentialMissing, detail);
     }
@@ -187,7 +187,7 @@ fn endpoint_of(ctx: &mut Context, role: &Role, file: &Path, m: &McpFile, mode: M
             None
         }
         Err(p) => {
-            ctx.lint(crate::import::lint::ENDPOINT_UNREACHABLE, &p.file, p.at.as_ref(), &p.key, p.message);
+            ctx.lint(super::codes::ENDPOINT_UNREACHABLE, &p.file, p.at.as_ref(), &p.key, p.message);
             None
         }
     }
@@ -210,7 +210,7 @@ fn endpoint_runs(ctx: &mut Context, role: &Role, service: &str) -> bool {
                 role.id
             );
             let key = format!("{service}.enabled");
-            ctx.lint(crate::import::lint::ENDPOINT_UNREACHABLE, &file, Some(&enabled.referenced), &key, message);
+            ctx.lint(super::codes::ENDPOINT_UNREACHABLE, &file, Some(&enabled.referenced), &key, message);
             false
         }
         None => false,
@@ -472,19 +472,6 @@ fn summary(role: &Role, m: &McpFile) -> String {
         }
     }
     s
-}
-
-pub(super) fn limits(decl: Option<&LimitsDecl>) -> ProviderLimits {
-    let Some(l) = decl else { return ProviderLimits::default() };
-    ProviderLimits {
-        request_bytes: l.request_bytes.map(|v| v.0),
-        response_bytes: l.response_bytes.map(|v| v.0),
-        timeout_seconds: l.timeout_seconds.map(|v| v.0),
-        concurrent_requests: l.concurrent_requests.map(|v| v.0),
-        page_size: l.page_size.map(|v| v.0),
-        result_items: l.result_items.map(|v| v.0),
-        stream_seconds: l.stream_seconds.map(|v| v.0),
-    }
 }
 
 /// `target` relative to the directory `base` (both taken from the current directory

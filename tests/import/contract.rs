@@ -168,7 +168,7 @@ fn every_code_has_a_tree_and_a_line_in_the_readme() {
     let expects: String =
         cases().iter().map(|(_, p)| std::fs::read_to_string(p.join("expect.yaml")).unwrap()).collect();
     let readme = std::fs::read_to_string(super::repo().join("README.md")).unwrap();
-    for (code, _) in cordon::import::lint::RULES {
+    for (code, _) in cordon::import::codes::RULES {
         assert!(expects.contains(&format!("code: {code}\n")), "no tree under tests/import/rules breaks {code}");
         assert!(readme.contains(&format!("`{code}`")), "README's import section does not list {code}");
     }
