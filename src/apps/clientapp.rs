@@ -93,6 +93,19 @@ fn undo_on_ctrl_c<A: ClientApp>(ctx: &RunContext, client: &str) {
     );
 }
 
+/// The evidence of one run through a client app: what was asked where and how it
+/// answered, a line per tool the app ran, the model's reply (`who` says whose), and what
+/// could not be undone.
+pub fn run_evidence(asked: String, ran: Vec<String>, reply: Option<(&str, &str)>, left: Vec<String>) -> Vec<String> {
+    let mut evidence = vec![asked];
+    evidence.extend(ran);
+    if let Some((who, reply)) = reply {
+        evidence.push(format!("{who} {reply:?}"));
+    }
+    evidence.extend(warnings(left));
+    evidence
+}
+
 /// What could not be undone, as evidence lines.
 pub fn warnings(left: Vec<String>) -> Vec<String> {
     left.into_iter().map(|l| format!("warning: {l}")).collect()

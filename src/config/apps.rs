@@ -143,7 +143,6 @@ pub(crate) fn at_most_one(file: &Path, block: &str, clients: &[(&String, Locatio
 #[cfg(test)]
 mod tests {
     use crate::config::Scenario;
-    use crate::secret::Redactor;
 
     const BASE: &str = r#"name: apps
 credentials:
@@ -163,16 +162,7 @@ clients:
 "#;
 
     fn load(clients: &str) -> Result<Scenario, String> {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("t"), "a-credential-value\n").unwrap();
-        let path = dir.path().join("s.yaml");
-        std::fs::write(&path, format!("{BASE}{clients}")).unwrap();
-        Scenario::load(&path, &Redactor::new()).map_err(|e| {
-            e.0.iter()
-                .map(|e| format!("{}:{}: {}: {}", e.line, e.column, e.key, e.message))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
+        crate::config::testing::load(&format!("{BASE}{clients}")).map_err(|e| e.join("\n"))
     }
 
     #[test]

@@ -24,3 +24,20 @@ pub use suite::{Family, FindingMatch, KnownFailure, Mode, Suite};
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+pub mod testing {
+    use super::Scenario;
+    use crate::secret::Redactor;
+
+    /// A scenario from `text`, beside a file `t` that holds a placeholder credential (for
+    /// `{ file: t }`); its errors as `line:column: key: message`.
+    pub fn load(text: &str) -> Result<Scenario, Vec<String>> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t"), "a-credential-value\n").unwrap();
+        let path = dir.path().join("s.yaml");
+        std::fs::write(&path, text).unwrap();
+        Scenario::load(&path, &Redactor::new())
+            .map_err(|e| e.0.iter().map(|e| format!("{}:{}: {}: {}", e.line, e.column, e.key, e.message)).collect())
+    }
+}

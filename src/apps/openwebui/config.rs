@@ -185,7 +185,6 @@ pub(crate) fn at_most_one(file: &Path, clients: &[(&String, Location)]) -> Vec<C
 #[cfg(test)]
 mod tests {
     use crate::config::Scenario;
-    use crate::secret::Redactor;
 
     const BASE: &str = r#"name: owui
 credentials:
@@ -211,12 +210,7 @@ clients:
 "#;
 
     fn load(block: &str, extra: &str) -> Result<Scenario, Vec<String>> {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("t"), "a-credential-value\n").unwrap();
-        let path = dir.path().join("s.yaml");
-        std::fs::write(&path, format!("{BASE}{block}{extra}")).unwrap();
-        Scenario::load(&path, &Redactor::new())
-            .map_err(|e| e.0.iter().map(|e| format!("{}:{}: {}: {}", e.line, e.column, e.key, e.message)).collect())
+        crate::config::testing::load(&format!("{BASE}{block}{extra}"))
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 use super::judge::{Desired, judge_access, judge_registry, judge_run, judge_run_target};
-use crate::apps::clientapp::{ClientApp, RunAsk as Ask, credential_index, run_signed_in, warnings};
+use crate::apps::clientapp::{ClientApp, RunAsk as Ask, credential_index, run_evidence, run_signed_in, warnings};
 use crate::apps::flowise::api::Session;
 use crate::apps::flowise::ephemeral::{self, Ephemeral};
 use crate::apps::flowise::gather::{self, RunAsk};
@@ -208,20 +208,21 @@ impl Probe for ToolCall {
                 Ok(s) => s,
                 Err(attempt) => return attempt,
             };
-            let mut evidence = vec![format!(
+            let asked_line = format!(
                 "{} asked through {} {:?}: {} after {} ms",
                 seen.chatflow,
                 if seen.via.is_empty() { "-" } else { seen.via.as_str() },
                 asked.prompt,
                 seen.status.map_or("no answer".to_string(), |s| format!("answered {s}")),
                 seen.waited_ms
-            )];
-            evidence
-                .extend(seen.used.iter().map(|u| format!("Flowise ran `{}` with {} -> {}", u.tool, u.input, u.output)));
-            if let Some(reply) = &seen.reply {
-                evidence.push(format!("the model replied {reply:?}"));
-            }
-            evidence.extend(warnings(left));
+            );
+            let ran = seen
+                .used
+                .iter()
+                .map(|u| format!("Flowise ran `{}` with {} -> {}", u.tool, u.input, u.output))
+                .collect();
+            let reply = seen.reply.as_deref().map(|r| ("the model replied", r));
+            let evidence = run_evidence(asked_line, ran, reply, left);
             let mut findings = judge_run(&self.provider, &name, &seen, &self.read, asked.nonce.as_deref());
             findings.extend(judge_run_target(&self.provider, &name, &self.origin, &seen));
             Attempt::from_findings(findings, evidence)

@@ -46,11 +46,7 @@ clients:
 "#;
 
 fn scenario() -> Scenario {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("t"), "a-credential-value\n").unwrap();
-    let path = dir.path().join("s.yaml");
-    std::fs::write(&path, SCENARIO).unwrap();
-    Scenario::load(&path, &Redactor::new()).unwrap()
+    crate::config::testing::load(SCENARIO).unwrap()
 }
 
 fn desired() -> Desired {

@@ -9,7 +9,7 @@ use futures_util::future::BoxFuture;
 use super::judge::{
     ManagedSet, WantedClient, judge_client_config, judge_client_run, judge_server, judge_workflows, managed_workflow,
 };
-use crate::apps::clientapp::{ClientApp, RunAsk as Ask, credential_index, run_signed_in};
+use crate::apps::clientapp::{ClientApp, RunAsk as Ask, credential_index, run_evidence, run_signed_in};
 use crate::apps::n8n::api::N8nApi;
 use crate::apps::n8n::ephemeral::{self, Ephemeral};
 use crate::apps::n8n::gather::{self, RunAsk};
@@ -131,7 +131,7 @@ impl Probe for Client {
             let mut evidence = workflow_lines(&workflows, &self.want.prefix);
             match (&run, &self.want.read) {
                 (Some((seen, left)), Some(read)) => {
-                    evidence.push(format!(
+                    let asked_line = format!(
                         "POST /webhook/{} asking {:?}: {} after {} ms{}",
                         managed_workflow(&workflows, &self.want)
                             .ok()
@@ -141,20 +141,22 @@ impl Probe for Client {
                         seen.status.map_or("no answer".to_string(), |s| format!("answered {s}")),
                         seen.waited_ms,
                         seen.execution.as_ref().map(|e| format!(", execution {e} (deleted)")).unwrap_or_default()
-                    ));
-                    evidence.extend(seen.calls.iter().map(|c| {
-                        format!(
-                            "n8n ran `{}` through `{}`: {} -> {}",
-                            c.tool,
-                            c.node,
-                            c.status,
-                            c.error.clone().unwrap_or_else(|| c.output.clone())
-                        )
-                    }));
-                    if let Some(reply) = &seen.reply {
-                        evidence.push(format!("the agent answered {reply:?}"));
-                    }
-                    evidence.extend(left.iter().map(|l| format!("warning: {l}")));
+                    );
+                    let ran = seen
+                        .calls
+                        .iter()
+                        .map(|c| {
+                            format!(
+                                "n8n ran `{}` through `{}`: {} -> {}",
+                                c.tool,
+                                c.node,
+                                c.status,
+                                c.error.clone().unwrap_or_else(|| c.output.clone())
+                            )
+                        })
+                        .collect();
+                    let reply = seen.reply.as_deref().map(|r| ("the agent answered", r));
+                    evidence.extend(run_evidence(asked_line, ran, reply, left.clone()));
                     findings.extend(judge_client_run(&self.want, read, seen, nonce.as_deref()));
                 }
                 (None, None) => evidence

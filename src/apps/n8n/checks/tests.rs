@@ -7,7 +7,6 @@ use crate::apps::n8n::observe::{ClientNodeSeen, ExposureSeen, RunSeen, ToolRunSe
 use crate::apps::webapp::Leak;
 use crate::config::{Expectation, Provider, ReadSpec, Scenario};
 use crate::model::FindingKind;
-use crate::secret::Redactor;
 
 const SCENARIO: &str = r#"name: n8n
 credentials:
@@ -48,11 +47,7 @@ clients:
 "#;
 
 fn scenario() -> Scenario {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("t"), "a-credential-value\n").unwrap();
-    let path = dir.path().join("s.yaml");
-    std::fs::write(&path, SCENARIO).unwrap();
-    Scenario::load(&path, &Redactor::new()).unwrap()
+    crate::config::testing::load(SCENARIO).unwrap()
 }
 
 fn provider(id: &str) -> Provider {
