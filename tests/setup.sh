@@ -2,8 +2,8 @@
 # Everything the tests need outside cargo, side by side: the MCP SDK venvs for real
 # peers (tests/peers/setup.sh, through uv as tests/pip-install.sh says), Open WebUI 0.12.4 for the Open WebUI stack
 # (tests/openwebui/setup.sh, ~7 GB, through uv: 18 s on a clean machine, where pip took 19 min), and Node 24 with Flowise
-# 3.1.4 and n8n 1.100.1 for the client stacks (tests/clients/setup.sh, ~4.5 GB, 6-9 min
-# the first time), and the CI templates' validators (tests/lint/setup.sh: check-jsonschema
+# 3.1.4 and n8n 1.100.1 for the client stacks (tests/clients/setup.sh, ~4.5 GB, `npm ci` from
+# pinned locks: about 3 min the first time), and the CI templates' validators (tests/lint/setup.sh: check-jsonschema
 # and actionlint, ~10 s). All idempotent; each prefixes its own progress lines.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
