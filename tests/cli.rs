@@ -229,6 +229,9 @@ fn init_refuses_bad_arguments_and_says_when_the_engine_is_unreachable() {
     let (code, _, stderr) = cordon(&["init", "--project", "p", "--credential", "GITEA_TOKEN"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--credential GITEA_TOKEN: expected SERVICE=VAR"), "{stderr}");
+    let (code, _, stderr) = cordon(&["init", "--project", "p", "--path", "mcp"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--path mcp: expected an absolute URL path"), "{stderr}");
     let dir = tempfile::tempdir().unwrap();
     let existing = dir.path().join("scenario.yaml");
     std::fs::write(&existing, "keep me").unwrap();

@@ -32,6 +32,10 @@ pub struct InitArgs {
     /// or SERVICE_TOKEN. A credential is only ever sent to its own service.
     #[arg(long = "credential", value_name = "SERVICE=VAR")]
     pub credentials: Vec<String>,
+    /// Another path to ask for Streamable HTTP at every port (repeatable), before /mcp
+    /// and /sse, e.g. --path /api/mcp
+    #[arg(long = "path", value_name = "PATH")]
+    pub paths: Vec<String>,
     /// Write the draft here (refused if the file exists); the default is stdout
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -62,7 +66,12 @@ pub fn run(args: InitArgs) -> Ending {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
     let redactor = Redactor::new();
-    let survey = runtime.block_on(gather(mode, &project, &explicit, &redactor));
+    if let Some(bad) = args.paths.iter().find(|p| !p.starts_with('/') || p.contains(char::is_whitespace)) {
+        eprintln!("error: --path {}: expected an absolute URL path, e.g. /api/mcp", crate::text::echo(bad));
+        return Ending::Usage;
+    }
+    let asked = Asked { explicit: &explicit, paths: &args.paths };
+    let survey = runtime.block_on(gather(mode, &project, &asked, &redactor));
     let survey = match survey {
         Ok(s) => s,
         Err((ending, message)) => {
@@ -126,12 +135,13 @@ fn parse_credentials(given: &[String]) -> Result<Vec<(String, String)>, String> 
 
 type Failure = (Ending, String);
 
-async fn gather(
-    mode: Mode,
-    project: &str,
-    explicit: &[(String, String)],
-    redactor: &Redactor,
-) -> Result<Survey, Failure> {
+/// What the command line adds to the defaults: credentials by service, and paths.
+struct Asked<'a> {
+    explicit: &'a [(String, String)],
+    paths: &'a [String],
+}
+
+async fn gather(mode: Mode, project: &str, asked: &Asked<'_>, redactor: &Redactor) -> Result<Survey, Failure> {
     let suite_file = if mode == Mode::Swarm { "suites/swarm.yaml" } else { "suites/compose.yaml" };
     let suite =
         Suite::load_or_built_in(std::path::Path::new(suite_file)).map_err(|e| (Ending::Usage, e.to_string()))?;
@@ -183,7 +193,7 @@ async fn gather(
     let asked = join_all(
         services
             .iter()
-            .map(|(service, targets)| identify_service(&deployment, service, targets, explicit, &suite, redactor)),
+            .map(|(service, targets)| identify_service(&deployment, service, targets, asked, &suite, redactor)),
     )
     .await;
     let mut providers: Vec<Vec<Target>> = Vec::new();
@@ -246,7 +256,7 @@ async fn identify_service(
     deployment: &Deployment,
     service: &str,
     targets: &[Target],
-    explicit: &[(String, String)],
+    asked: &Asked<'_>,
     suite: &Suite,
     redactor: &Redactor,
 ) -> (Vec<EndpointSeen>, Vec<Unconfirmed>, Vec<String>) {
@@ -261,21 +271,29 @@ async fn identify_service(
             );
         }
     };
-    let mut ports: Vec<u16> = listeners.iter().filter(|l| !l.addr.ip().is_loopback()).map(|l| l.addr.port()).collect();
-    ports.sort();
-    ports.dedup();
-    let Some(addr) = target.addresses().into_iter().find(|a| !a.is_loopback()) else {
+    let Some(own) = target.addresses().into_iter().find(|a| !a.is_loopback()) else {
         return (vec![], vec![], vec![]);
     };
-    let (var, secret) = credential_for(deployment, service, target, explicit, redactor).await;
+    // Each port once, asked at the address it is bound to (a listener bound to one
+    // network's address refuses the others), or at the container's own for a wildcard.
+    let mut ports: Vec<(u16, std::net::IpAddr)> = listeners
+        .iter()
+        .filter(|l| !l.addr.ip().is_loopback())
+        .map(|l| (l.addr.port(), if l.addr.ip().is_unspecified() { own } else { l.addr.ip() }))
+        .collect();
+    ports.sort_by_key(|(port, addr)| (*port, *addr != own));
+    ports.dedup_by_key(|(port, _)| *port);
+    let (var, secret) = credential_for(deployment, service, target, asked.explicit, redactor).await;
     let mut found = Vec::new();
     let mut unconfirmed = Vec::new();
     let mut unprobed = Vec::new();
-    for port in ports {
-        let (host, bearer, limits) = (service.to_string(), secret.clone(), suite.limits.clone());
+    for (port, addr) in ports {
+        let (host, bearer, limits, paths) =
+            (service.to_string(), secret.clone(), suite.limits.clone(), asked.paths.to_vec());
         let label = format!("service {service}");
-        let asked =
-            deployment.run_in(target, &label, move |_| survey::identify(host, addr, port, bearer, limits)).await;
+        let asked = deployment
+            .run_in(target, &label, move |_| survey::identify(host, (addr, port), paths, bearer, limits))
+            .await;
         match asked {
             Ok(Identified::Mcp { transport, path, era, open, tools }) => found.push(EndpointSeen {
                 service: service.to_string(),

@@ -106,9 +106,20 @@ pub enum Identified {
 /// Asks `host:port` at `addr` (the container's own address) whether it speaks MCP: a
 /// handshake without a bearer, then, where that is refused with 401 or 403 and a
 /// credential is at hand, with it. Only a completed handshake counts; words never do.
-pub async fn identify(host: String, addr: IpAddr, port: u16, bearer: Option<Secret>, limits: Limits) -> Identified {
+pub async fn identify(
+    host: String,
+    (addr, port): (IpAddr, u16),
+    extra_paths: Vec<String>,
+    bearer: Option<Secret>,
+    limits: Limits,
+) -> Identified {
     let mut refused = None;
-    for (transport, path) in PATHS {
+    let paths = extra_paths
+        .iter()
+        .map(|p| (Transport::StreamableHttp, p.as_str()))
+        .chain(PATHS.iter().map(|(t, p)| (*t, *p)))
+        .collect::<Vec<_>>();
+    for (transport, path) in paths {
         let Ok(url) = url::Url::parse(&format!("http://{host}:{port}{path}")) else { return Identified::NotMcp };
         let endpoint = Endpoint::new(url, transport).pinned_to(SocketAddr::new(addr, port));
         match handshake(&endpoint, None, &limits).await {
