@@ -2,16 +2,66 @@
 //! application container's network namespace and talking to its port on that namespace's
 //! loopback: nothing needs publishing. Same locks as every HTTP client of cordon (no
 //! proxy, no redirects, timeouts, a wall-clock limit per exchange, a cap on every body);
-//! the plumbing is Open WebUI's ([`crate::apps::openwebui::api`]).
+//! Open WebUI's API client ([`crate::apps::openwebui::api`]) is built on it too.
 
 use reqwest::Method;
 use serde_json::Value;
 use url::Url;
 
-pub use crate::apps::openwebui::api::{Answer, ApiError};
-use crate::apps::openwebui::api::{exchange, http_client};
-
 use crate::mcp::Limits;
+use crate::text;
+
+/// How much of an error body goes into evidence.
+const DETAIL_CHARS: usize = 300;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ApiError {
+    /// No HTTP answer: connection refused or reset, or a timeout. The app is starting.
+    #[error("{method} {path}: no answer: {detail}")]
+    Unreachable { method: String, path: String, detail: String },
+    /// An answer with an unexpected status.
+    #[error("{method} {path} answered {status}: {detail}")]
+    Status { method: String, path: String, status: u16, detail: String },
+    /// An answer cordon cannot read (not JSON, the wrong shape, too large).
+    #[error("{method} {path}: {detail}")]
+    Unreadable { method: String, path: String, detail: String },
+}
+
+impl ApiError {
+    /// Worth retrying: nothing answered yet, or the app said it is not ready.
+    pub fn is_not_ready(&self) -> bool {
+        match self {
+            ApiError::Unreachable { .. } => true,
+            ApiError::Status { status, .. } => matches!(status, 502..=504),
+            ApiError::Unreadable { .. } => false,
+        }
+    }
+}
+
+/// One HTTP answer: its status and body (capped).
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub body: Vec<u8>,
+    /// `Set-Cookie` and `Location`, for the login flow.
+    pub set_cookies: Vec<String>,
+    pub location: Option<String>,
+}
+
+impl Answer {
+    pub fn json(&self) -> Option<Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+
+    /// The app's `{"detail": ...}` (Open WebUI's, FastAPI's) or the body's start, sanitized.
+    pub fn detail(&self) -> String {
+        match self.json().and_then(|v| v.get("detail").cloned()) {
+            Some(Value::String(s)) => text::sanitize(&s.chars().take(DETAIL_CHARS).collect::<String>()),
+            Some(other) => text::body_excerpt(other.to_string().as_bytes(), DETAIL_CHARS),
+            None => text::body_excerpt(&self.body, DETAIL_CHARS),
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct WebApp {
@@ -123,6 +173,85 @@ pub fn refuse_new_work() -> Result<(), ApiError> {
     } else {
         Ok(())
     }
+}
+
+pub fn expect_json(answer: &Answer, method: &Method, path: &str) -> Result<Value, ApiError> {
+    if answer.status != 200 {
+        return Err(ApiError::Status {
+            method: method.to_string(),
+            path: path.into(),
+            status: answer.status,
+            detail: answer.detail(),
+        });
+    }
+    answer.json().ok_or_else(|| ApiError::Unreadable {
+        method: method.to_string(),
+        path: path.into(),
+        detail: format!("not JSON: {}", text::body_excerpt(&answer.body, 120)),
+    })
+}
+
+/// A locked-down reqwest client; `pin` sends one host name to a fixed address (names are
+/// resolved with the namespace's own resolver, never the host's).
+pub fn http_client(limits: &Limits, pin: Option<(&str, std::net::SocketAddr)>) -> Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(limits.connect_timeout)
+        .read_timeout(limits.read_timeout)
+        .user_agent(concat!("cordon/", env!("CARGO_PKG_VERSION")));
+    if let Some((host, addr)) = pin {
+        builder = builder.resolve(host, addr);
+    }
+    builder.build().map_err(|e| format!("cannot build the http client: {e}"))
+}
+
+/// Sends `request` and reads the whole answer within the exchange limit and size cap.
+pub async fn exchange(
+    request: reqwest::RequestBuilder,
+    method: &Method,
+    path: &str,
+    limits: &Limits,
+) -> Result<Answer, ApiError> {
+    let unreachable = |detail: String| ApiError::Unreachable { method: method.to_string(), path: path.into(), detail };
+    let work = async {
+        let mut resp = request.send().await.map_err(|e| unreachable(error_chain(&e)))?;
+        let status = resp.status().as_u16();
+        let header =
+            |name: &str| resp.headers().get_all(name).iter().filter_map(|v| v.to_str().ok().map(str::to_string));
+        let set_cookies: Vec<String> = header("set-cookie").collect();
+        let location = header("location").next();
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| unreachable(error_chain(&e)))? {
+            body.extend_from_slice(&chunk);
+            if body.len() as u64 > limits.max_response_bytes {
+                return Err(ApiError::Unreadable {
+                    method: method.to_string(),
+                    path: path.into(),
+                    detail: format!("the answer is larger than {} bytes", limits.max_response_bytes),
+                });
+            }
+        }
+        Ok(Answer { status, body, set_cookies, location })
+    };
+    match tokio::time::timeout(limits.exchange_timeout, work).await {
+        Ok(r) => r,
+        Err(_) => Err(unreachable(format!("no whole answer within {:.0}s", limits.exchange_timeout.as_secs_f64()))),
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s = s.to_string();
+        if !out.contains(&s) {
+            out.push_str(": ");
+            out.push_str(&s);
+        }
+        source = source.and_then(|x| x.source());
+    }
+    text::sanitize(&out)
 }
 
 #[cfg(test)]

@@ -62,7 +62,7 @@ impl Session {
     /// `send`, then the JSON of a 200 answer.
     pub async fn json(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, ApiError> {
         let answer = self.send(method.clone(), path, body).await?;
-        crate::apps::openwebui::api::expect_json(&answer, &method, path)
+        crate::apps::webapp::expect_json(&answer, &method, path)
     }
 }
 

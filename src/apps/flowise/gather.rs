@@ -89,7 +89,7 @@ async fn still(session: &Session, path: &str) -> Result<Option<Value>, ApiError>
     if answer.status == 404 {
         return Ok(None);
     }
-    crate::apps::openwebui::api::expect_json(&answer, &Method::GET, path).map(Some)
+    crate::apps::webapp::expect_json(&answer, &Method::GET, path).map(Some)
 }
 
 fn flow_seen(flow: &Value, credentials: &Redactor) -> FlowSeen {

@@ -27,7 +27,7 @@ impl N8nApi {
 
     pub async fn json(&self, method: Method, path: &str) -> Result<Value, ApiError> {
         let answer = self.send(method.clone(), path, None).await?;
-        crate::apps::openwebui::api::expect_json(&answer, &method, path)
+        crate::apps::webapp::expect_json(&answer, &method, path)
     }
 
     /// Every item of a paginated listing at `path` (which may carry a query already).

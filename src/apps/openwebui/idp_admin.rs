@@ -8,8 +8,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use url::Url;
 
-use super::api::exchange;
 use super::oidc::{Idp, pinned_client};
+use crate::apps::webapp::exchange;
 use crate::config::{IdpAdmin, Keycloak, KeycloakGrant};
 use crate::mcp::Limits;
 use crate::secret::{Redactor, Secret};

@@ -12,7 +12,8 @@ use std::net::{IpAddr, SocketAddr};
 use reqwest::Method;
 use url::Url;
 
-use super::api::{Api, Token, exchange, http_client};
+use super::api::{Api, Token};
+use crate::apps::webapp::{exchange, http_client};
 use crate::mcp::Limits;
 use crate::netns::NsView;
 use crate::secret::Secret;
