@@ -24,7 +24,11 @@ if [ "$("$uv" --version 2>/dev/null | cut -d' ' -f2)" != "$uv_version" ]; then
     "$uv_dir/venv/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$uv_version" || true
 fi
 flock -u 9
-if [ -x "$uv" ] && UV_CACHE_DIR="${UV_CACHE_DIR:-$uv_dir/cache}" "$uv" pip install --quiet --python "$venv/bin/python" "$@"; then
+# --compile-bytecode, as pip does: Open WebUI's venv is mounted read-only into its
+# container, where a venv without .pyc files is compiled again at every start (seen: each
+# restart to /ready 15 s slower, the Open WebUI stack test 900 s instead of 515 s).
+if [ -x "$uv" ] && UV_CACHE_DIR="${UV_CACHE_DIR:-$uv_dir/cache}" \
+    "$uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" "$@"; then
     exit 0
 fi
 # Where uv cannot run or reach the index (a pip.conf it does not read), pip does it, slower.
