@@ -228,7 +228,12 @@ fn init_refuses_bad_arguments_and_says_when_the_engine_is_unreachable() {
     assert_eq!(code, 2, "{stderr}");
     let (code, _, stderr) = cordon(&["init", "--project", "p", "--credential", "GITEA_TOKEN"]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("--credential GITEA_TOKEN: expected SERVICE=VAR"), "{stderr}");
+    assert!(stderr.contains("--credential takes SERVICE=VAR"), "{stderr}");
+    // A token pasted where the variable's name goes is refused without being shown.
+    let (code, _, stderr) = cordon(&["init", "--project", "p", "--credential", "gitea=s3cr3t-t0ken.value"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--credential gitea=…: expected SERVICE=VAR with VAR the name"), "{stderr}");
+    assert!(!stderr.contains("s3cr3t"), "{stderr}");
     let (code, _, stderr) = cordon(&["init", "--project", "p", "--path", "mcp"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--path mcp: expected an absolute URL path"), "{stderr}");

@@ -73,7 +73,8 @@ fn header(out: &mut String, survey: &Survey, command: &str) {
 fn provider(out: &mut String, survey: &Survey, index: usize, e: &EndpointSeen, id: &str) {
     let _ = writeln!(out, "  {id}:");
     let replicas = if e.replicas == 1 { "1 replica".to_string() } else { format!("{} replicas", e.replicas) };
-    let _ = writeln!(out, "    # answered by {replicas}: {}", e.era);
+    let era: String = one_line(&e.era).chars().take(80).collect();
+    let _ = writeln!(out, "    # {replicas}, the first asked: {era}");
     let _ = writeln!(out, "    url: {}", scalar(&e.url(), false));
     if e.transport == Transport::Sse {
         out.push_str("    transport: sse\n");
@@ -162,11 +163,16 @@ fn unconfirmed(out: &mut String, survey: &Survey) {
     }
     out.push_str("# Not in this draft:\n");
     for u in &survey.unconfirmed {
-        let challenge = u.www_authenticate.as_deref().map(|w| format!(", www-authenticate {w}")).unwrap_or_default();
+        let challenge =
+            u.www_authenticate.as_deref().map(|w| format!(", www-authenticate {}", one_line(w))).unwrap_or_default();
         let _ = writeln!(
             out,
             "# review: {}:{}{} refused a handshake without a bearer ({}{challenge}): {}",
-            u.service, u.port, u.path, u.status, u.why
+            u.service,
+            u.port,
+            u.path,
+            u.status,
+            one_line(&u.why)
         );
     }
     for why in &survey.unprobed {

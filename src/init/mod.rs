@@ -3,6 +3,7 @@
 //! MCP (from its own namespace), every other container is asked what it reaches (from its
 //! own), and the draft says which of it is observation awaiting review.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -95,7 +96,13 @@ pub fn run(args: InitArgs) -> Ending {
     };
     let text = redactor.redact(&draft::draft(&survey, &command));
     for u in &survey.unconfirmed {
-        eprintln!("warning: {}:{}{} is left out: {}", u.service, u.port, u.path, crate::text::sanitize(&u.why));
+        eprintln!(
+            "warning: {}:{}{} is left out: {}",
+            u.service,
+            u.port,
+            u.path,
+            crate::text::sanitize(&redactor.redact(&u.why))
+        );
     }
     let pairs: usize = survey.vantages.iter().map(|v| v.reached.len()).sum();
     let summary = format!(
@@ -123,14 +130,23 @@ fn parse_credentials(given: &[String]) -> Result<Vec<(String, String)>, String> 
     given
         .iter()
         .map(|g| match g.split_once('=') {
-            Some((service, var)) if !service.is_empty() && !var.is_empty() => {
+            Some((service, var)) if !service.is_empty() && is_variable_name(var) => {
                 Ok((service.to_string(), var.to_string()))
             }
-            _ => {
-                Err(format!("--credential {}: expected SERVICE=VAR, e.g. gitea-mcp=GITEA_TOKEN", crate::text::echo(g)))
-            }
+            // The value may be a token pasted by mistake: only the service part is shown.
+            Some((service, _)) => Err(format!(
+                "--credential {}=…: expected SERVICE=VAR with VAR the name of an environment variable (letters, digits, _), e.g. gitea-mcp=GITEA_TOKEN",
+                crate::text::echo(service)
+            )),
+            None => Err("--credential takes SERVICE=VAR, e.g. gitea-mcp=GITEA_TOKEN".into()),
         })
         .collect()
+}
+
+fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 type Failure = (Ending, String);
@@ -189,13 +205,13 @@ async fn gather(mode: Mode, project: &str, asked: &Asked<'_>, redactor: &Redacto
         .map(|(s, ts)| (s.clone(), ts.iter().filter(|t| t.pid != 0).cloned().collect::<Vec<_>>()))
         .filter(|(_, ts)| !ts.is_empty())
         .collect();
+    let held = environments(&deployment, &services).await;
     eprintln!("asking every listener of {} service(s) whether it speaks MCP", services.len());
-    let asked = join_all(
-        services
-            .iter()
-            .map(|(service, targets)| identify_service(&deployment, service, targets, asked, &suite, redactor)),
-    )
-    .await;
+    let asked =
+        join_all(services.iter().map(|(service, targets)| {
+            identify_service(&deployment, service, targets, (asked, &held), &suite, redactor)
+        }))
+        .await;
     let mut providers: Vec<Vec<Target>> = Vec::new();
     for ((_, targets), (found, unconfirmed, unprobed)) in services.iter().zip(asked) {
         if !found.is_empty() {
@@ -206,10 +222,8 @@ async fn gather(mode: Mode, project: &str, asked: &Asked<'_>, redactor: &Redacto
         survey.unprobed.extend(unprobed);
     }
     let served: Vec<&str> = survey.endpoints.iter().map(|e| e.service.as_str()).collect();
-    let not_clients: Vec<&str> =
-        served.iter().copied().chain(survey.unconfirmed.iter().map(|u| u.service.as_str())).collect();
     let vantages: Vec<&(String, Vec<Target>)> =
-        services.iter().filter(|(s, _)| !not_clients.contains(&s.as_str())).collect();
+        services.iter().filter(|(s, _)| !served.contains(&s.as_str())).collect();
     eprintln!(
         "found {} MCP server(s); asking {} other service(s) what they reach",
         survey.endpoints.len(),
@@ -256,11 +270,23 @@ async fn identify_service(
     deployment: &Deployment,
     service: &str,
     targets: &[Target],
-    asked: &Asked<'_>,
+    (asked, held): (&Asked<'_>, &BTreeMap<String, Vec<(String, String)>>),
     suite: &Suite,
     redactor: &Redactor,
 ) -> (Vec<EndpointSeen>, Vec<Unconfirmed>, Vec<String>) {
     let target = &targets[0];
+    if let Some(of) = &target.netns_of {
+        // Its listeners are those of the container whose namespace it shares, asked there.
+        let of: String = of.chars().take(12).collect();
+        return (
+            vec![],
+            vec![],
+            vec![format!(
+                "{} shares the network namespace of container {of}: its listeners are asked as that container's",
+                target.name
+            )],
+        );
+    }
     let listeners = match deployment.listeners(target).await {
         Ok(l) => l,
         Err(attempt) => {
@@ -283,7 +309,7 @@ async fn identify_service(
         .collect();
     ports.sort_by_key(|(port, addr)| (*port, *addr != own));
     ports.dedup_by_key(|(port, _)| *port);
-    let (var, secret) = credential_for(deployment, service, target, asked.explicit, redactor).await;
+    let (var, secret) = credential_for(service, held, asked.explicit, redactor);
     let mut found = Vec::new();
     let mut unconfirmed = Vec::new();
     let mut unprobed = Vec::new();
@@ -327,26 +353,35 @@ async fn identify_service(
     (found, unconfirmed, unprobed)
 }
 
-/// The variable named by `--credential`, else the one the service's own container holds
-/// with the value this process holds, else `SERVICE_TOKEN`; and its value, if set.
-async fn credential_for(
-    deployment: &Deployment,
+/// The variable holding `service`'s credential ([`survey::credential_var`]) and its
+/// value, if set; the name said in messages when there is none.
+fn credential_for(
     service: &str,
-    target: &Target,
+    held: &BTreeMap<String, Vec<(String, String)>>,
     explicit: &[(String, String)],
     redactor: &Redactor,
 ) -> (String, Option<crate::secret::Secret>) {
     let own = |name: &str| std::env::var(name).ok();
-    let var = match explicit.iter().find(|(s, _)| s == service) {
-        Some((_, var)) => var.clone(),
-        None => {
-            let held = match deployment.engine_of(target) {
-                Ok(engine) => engine.environment(&target.id).await.unwrap_or_default(),
-                Err(_) => Vec::new(),
-            };
-            survey::credential_var_of(service, &held, own).unwrap_or_else(|| survey::default_var(service))
+    match survey::credential_var(service, held, explicit, own) {
+        Some(var) => {
+            let secret = own(&var).filter(|v| !v.is_empty()).map(|v| redactor.register(&var, v));
+            (var, secret)
         }
-    };
-    let secret = own(&var).filter(|v| !v.is_empty()).map(|v| redactor.register(&var, v));
-    (var, secret)
+        None => (format!("the variable --credential {service}=VAR names"), None),
+    }
+}
+
+/// Each service's environment (its first running container's), for [`credential_for`].
+async fn environments(
+    deployment: &Deployment,
+    services: &[(String, Vec<Target>)],
+) -> BTreeMap<String, Vec<(String, String)>> {
+    let reads = services.iter().map(|(service, targets)| async move {
+        let env = match deployment.engine_of(&targets[0]) {
+            Ok(engine) => engine.environment(&targets[0].id).await.unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        (service.clone(), env)
+    });
+    join_all(reads).await.into_iter().collect()
 }

@@ -205,26 +205,48 @@ pub async fn reach_from(_view: Rc<NsView>, aims: Vec<Aim>, timeout: Duration) ->
     join_all(tries).await.into_iter().flatten().collect()
 }
 
-/// The variable whose value this service's container holds in its environment and this
-/// process holds too: the credential the container itself was given. Only such a value
-/// is sent to it; a credential meant for another service never is.
-pub fn credential_var_of(
+/// Which variable holds `service`'s credential, if any may be sent to it: the one
+/// `--credential` names for it; else a credential-like variable its own container holds
+/// with the value this process holds too, unless another service's container holds the
+/// same (a decoy, a client given the provider's token: whose it is cannot be told) or
+/// `--credential` names it for another service; else `SERVICE_TOKEN`, unless named for
+/// another. `held` is every service's environment; `own` reads this process's.
+pub fn credential_var(
     service: &str,
-    env: &[(String, String)],
+    held: &BTreeMap<String, Vec<(String, String)>>,
+    explicit: &[(String, String)],
     own: impl Fn(&str) -> Option<String>,
 ) -> Option<String> {
+    if let Some((_, var)) = explicit.iter().find(|(s, _)| s == service) {
+        return Some(var.clone());
+    }
     let default = default_var(service);
-    let mut shared: Vec<&str> = env
-        .iter()
+    let claimed = |name: &str| explicit.iter().any(|(s, var)| s != service && var == name);
+    let shared = |name: &str, value: &str| {
+        held.iter().any(|(other, env)| other != service && env.iter().any(|(n, v)| n == name && v == value))
+    };
+    let mut mine: Vec<&str> = held
+        .get(service)
+        .into_iter()
+        .flatten()
         .filter(|(name, value)| {
             (*name == default || looks_like_credential(name))
                 && !value.is_empty()
-                && own(name).as_deref() == Some(value)
+                && own(name).as_deref() == Some(value.as_str())
+                && !claimed(name)
+                && (*name == default || !shared(name, value))
         })
         .map(|(n, _)| n.as_str())
         .collect();
-    shared.sort_by_key(|name| (*name != default, *name));
-    shared.first().map(|s| s.to_string())
+    mine.sort_by_key(|name| (*name != default, *name));
+    mine.dedup();
+    match mine.as_slice() {
+        [first, ..] if *first == default => Some(default),
+        [only] => Some(only.to_string()),
+        // Several candidates: which one is its credential is for `--credential` to say.
+        [_, _, ..] => None,
+        [] => (!claimed(&default)).then_some(default),
+    }
 }
 
 /// `gitea-mcp` → `GITEA_MCP_TOKEN`.
@@ -262,25 +284,44 @@ mod tests {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
+    fn held(services: &[(&str, &[(&str, &str)])]) -> BTreeMap<String, Vec<(String, String)>> {
+        services.iter().map(|(s, pairs)| (s.to_string(), env(pairs))).collect()
+    }
+
     #[test]
-    fn the_credential_is_the_one_the_container_holds_and_this_process_holds_too() {
+    fn a_credential_goes_only_to_the_service_it_belongs_to() {
         let own = |name: &str| match name {
             "GITEA_TOKEN" => Some("s3cret".to_string()),
-            "NATIVE_TOKEN" => Some("other".to_string()),
+            "NATIVE_TOKEN" => Some("n4tive".to_string()),
             "PATH" => Some("/bin".to_string()),
             _ => None,
         };
-        // The container holds GITEA_TOKEN with the same value: that is its credential.
-        let held = env(&[("PATH", "/usr/bin"), ("GITEA_TOKEN", "s3cret")]);
-        assert_eq!(credential_var_of("gitea-mcp", &held, own).as_deref(), Some("GITEA_TOKEN"));
+        let none: &[(String, String)] = &[];
+        // The container holds GITEA_TOKEN with the value this shell holds: its credential.
+        let h = held(&[("gitea-mcp", &[("PATH", "/bin"), ("GITEA_TOKEN", "s3cret")]), ("gitea", &[])]);
+        assert_eq!(credential_var("gitea-mcp", &h, none, own).as_deref(), Some("GITEA_TOKEN"));
+        // A decoy holding native's token beside native: native's by its name, never the decoy's.
+        let h = held(&[("native", &[("NATIVE_TOKEN", "n4tive")]), ("native-decoy", &[("NATIVE_TOKEN", "n4tive")])]);
+        assert_eq!(credential_var("native", &h, none, own).as_deref(), Some("NATIVE_TOKEN"));
+        assert_eq!(credential_var("native-decoy", &h, none, own).as_deref(), Some("NATIVE_DECOY_TOKEN"));
+        // A client given the provider's token: held twice, so neither is picked by value.
+        let h = held(&[("gitea-mcp", &[("GITEA_TOKEN", "s3cret")]), ("webui", &[("GITEA_TOKEN", "s3cret")])]);
+        assert_eq!(credential_var("gitea-mcp", &h, none, own).as_deref(), Some("GITEA_MCP_TOKEN"));
+        assert_eq!(credential_var("webui", &h, none, own).as_deref(), Some("WEBUI_TOKEN"));
+        // Named for another service by --credential: never sent here, not even by default name.
+        let explicit = [("gitea-mcp".to_string(), "GITEA_TOKEN".to_string())];
+        let h = held(&[("gitea", &[("GITEA_TOKEN", "s3cret")]), ("gitea-mcp", &[])]);
+        assert_eq!(credential_var("gitea", &h, &explicit, own), None);
+        assert_eq!(credential_var("gitea-mcp", &h, &explicit, own).as_deref(), Some("GITEA_TOKEN"));
         // Same name, another value: another deployment's token is never sent.
-        let other = env(&[("NATIVE_TOKEN", "not-the-same")]);
-        assert_eq!(credential_var_of("native", &other, own), None);
+        let h = held(&[("x", &[("NATIVE_TOKEN", "not-the-same")])]);
+        assert_eq!(credential_var("x", &h, none, own).as_deref(), Some("X_TOKEN"));
         // A shared variable that names no credential is never sent as one.
-        let path_only = env(&[("PATH", "/bin")]);
-        assert_eq!(credential_var_of("x", &path_only, own), None);
-        // Empty values prove nothing.
-        assert_eq!(credential_var_of("x", &env(&[("EMPTY", "")]), |_| Some(String::new())), None);
+        let h = held(&[("x", &[("PATH", "/bin")])]);
+        assert_eq!(credential_var("x", &h, none, own).as_deref(), Some("X_TOKEN"));
+        // Two candidates: --credential must say which.
+        let h = held(&[("x", &[("GITEA_TOKEN", "s3cret"), ("NATIVE_TOKEN", "n4tive")])]);
+        assert_eq!(credential_var("x", &h, none, own), None);
     }
 
     #[test]
