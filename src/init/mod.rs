@@ -151,6 +151,9 @@ fn is_variable_name(name: &str) -> bool {
 
 type Failure = (Ending, String);
 
+/// Each service's environment: (name, value) pairs of its first running container.
+type Environments = BTreeMap<String, Vec<(String, String)>>;
+
 /// What the command line adds to the defaults: credentials by service, and paths.
 struct Asked<'a> {
     explicit: &'a [(String, String)],
@@ -270,7 +273,7 @@ async fn identify_service(
     deployment: &Deployment,
     service: &str,
     targets: &[Target],
-    (asked, held): (&Asked<'_>, &BTreeMap<String, Vec<(String, String)>>),
+    (asked, held): (&Asked<'_>, &Environments),
     suite: &Suite,
     redactor: &Redactor,
 ) -> (Vec<EndpointSeen>, Vec<Unconfirmed>, Vec<String>) {
@@ -357,7 +360,7 @@ async fn identify_service(
 /// value, if set; the name said in messages when there is none.
 fn credential_for(
     service: &str,
-    held: &BTreeMap<String, Vec<(String, String)>>,
+    held: &Environments,
     explicit: &[(String, String)],
     redactor: &Redactor,
 ) -> (String, Option<crate::secret::Secret>) {
@@ -372,10 +375,7 @@ fn credential_for(
 }
 
 /// Each service's environment (its first running container's), for [`credential_for`].
-async fn environments(
-    deployment: &Deployment,
-    services: &[(String, Vec<Target>)],
-) -> BTreeMap<String, Vec<(String, String)>> {
+async fn environments(deployment: &Deployment, services: &[(String, Vec<Target>)]) -> Environments {
     let reads = services.iter().map(|(service, targets)| async move {
         let env = match deployment.engine_of(&targets[0]) {
             Ok(engine) => engine.environment(&targets[0].id).await.unwrap_or_default(),
