@@ -241,17 +241,7 @@ pub async fn exchange(
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s = s.to_string();
-        if !out.contains(&s) {
-            out.push_str(": ");
-            out.push_str(&s);
-        }
-        source = source.and_then(|x| x.source());
-    }
-    text::sanitize(&out)
+    text::sanitize(&crate::mcp::http::chain(e))
 }
 
 #[cfg(test)]

@@ -171,7 +171,7 @@ fn unconfirmed(out: &mut String, survey: &Survey) {
             u.service,
             u.port,
             u.path,
-            u.status,
+            if u.status == 200 { "a JSON-RPC error".to_string() } else { u.status.to_string() },
             one_line(&u.why)
         );
     }

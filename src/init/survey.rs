@@ -126,7 +126,13 @@ pub async fn identify(
             Ok((era, tools)) => {
                 return Identified::Mcp { transport, path: path.into(), era, open: None, tools };
             }
-            Err(McpError::Http { status: status @ (401 | 403), www_authenticate, .. }) => {
+            // Refused by status, or in MCP itself (a JSON-RPC error to the handshake, as
+            // servers that refuse in-band do): either way a credential may open it.
+            Err(e @ (McpError::Http { status: 401 | 403, .. } | McpError::JsonRpc { .. })) => {
+                let (status, www_authenticate) = match e {
+                    McpError::Http { status, www_authenticate, .. } => (status, www_authenticate),
+                    _ => (200, None),
+                };
                 let Some(secret) = &bearer else {
                     refused.get_or_insert(Identified::Refused {
                         path: path.into(),

@@ -7,7 +7,7 @@
 //! status, content type and headers, under hard limits on time, size and pages.
 
 mod exchange;
-mod http;
+pub(crate) mod http;
 mod jsonrpc;
 mod legacy;
 mod sized;
