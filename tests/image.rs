@@ -23,6 +23,8 @@ fn build_image() {
     let out = Command::new("bash")
         .arg(repo().join("docker/build-cordon-image.sh"))
         .env("CORDON_TAG", image())
+        // The carriers' build (tests/support/swarm.rs), shared: one static build per run.
+        .env("CORDON_STATIC_PROFILE", "dev")
         .output()
         .expect("bash");
     assert!(out.status.success(), "docker/build-cordon-image.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));

@@ -160,6 +160,11 @@ impl Run {
     }
 }
 
+/// The static cordon the carriers run and the image test packs, unoptimised
+/// (docker/static-binary.sh): what it does is tested, not how fast, and a release build
+/// from clean costs the machine 270 s of both cores in the middle of the other tests.
+pub const STATIC_PROFILE: &str = "dev";
+
 /// cordon built static (the carrier image and cordon's own image are built from it), once
 /// per test binary, by the script the image build uses: where cargo says it put it.
 pub fn static_cordon() -> PathBuf {
@@ -168,6 +173,7 @@ pub fn static_cordon() -> PathBuf {
         let out = Command::new("bash")
             .arg(repo().join("docker/build-cordon-image.sh"))
             .arg("--print-binary")
+            .env("CORDON_STATIC_PROFILE", STATIC_PROFILE)
             .output()
             .map_err(|e| e.to_string())?;
         if !out.status.success() {
