@@ -423,7 +423,13 @@ fn remove_leftover_networks(prefix: &str) {
         .unwrap_or_default();
     for name in names {
         eprintln!("removing {name}, left behind by an earlier run");
-        let _ = Command::new("docker").args(["network", "rm", &name]).output();
+        let out = Command::new("docker").args(["network", "rm", &name]).output();
+        if let Some(out) = out.ok().filter(|o| !o.status.success()) {
+            eprintln!(
+                "{name} cannot be removed and holds its subnet (restarting dockerd clears a stale endpoint): {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
     }
 }
 
