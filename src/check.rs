@@ -66,6 +66,12 @@ pub trait Check: Send + Sync {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Outcome>;
 }
 
+/// A probe's body that may stop early: `?` on a step that already decided the attempt
+/// (a job that could not sign in, say), and `Ok` with the attempt it reached otherwise.
+pub fn settled<'a>(body: impl Future<Output = Result<Attempt, Attempt>> + Send + 'a) -> BoxFuture<'a, Attempt> {
+    Box::pin(async move { body.await.unwrap_or_else(|stopped| stopped) })
+}
+
 /// How one family reaches a verdict; the check's name travels beside it in [`Named`], so
 /// family modules say only what they probe.
 pub trait Probe: Send + Sync + 'static {

@@ -30,6 +30,17 @@ pub mod testing {
     use super::Scenario;
     use crate::secret::Redactor;
 
+    /// The head the client apps' tests share: a scenario `name` whose provider `native`
+    /// admits `client`, reads `echo` with `arguments`, and whose two credentials are in `t`.
+    pub fn native_for(name: &str, client: &str, arguments: &str) -> String {
+        format!(
+            "name: {name}\ncredentials:\n  native-token: {{ file: t }}\n  admin-pw: {{ file: t }}\nproviders:\n  \
+             native:\n    url: http://native:8000/mcp\n    credential: native-token\n    \
+             allowed_consumers: [{client}]\n    tools: {{ allowlist: [add, echo] }}\n    \
+             read: {{ tool: echo, arguments: {arguments}, expect: {{ text_contains: hi }} }}\n"
+        )
+    }
+
     /// A scenario from `text`, beside a file `t` that holds a placeholder credential (for
     /// `{ file: t }`); its errors as `line:column: key: message`.
     pub fn load(text: &str) -> Result<Scenario, Vec<String>> {

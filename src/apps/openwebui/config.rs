@@ -186,18 +186,8 @@ pub(crate) fn at_most_one(file: &Path, clients: &[(&String, Location)]) -> Vec<C
 mod tests {
     use crate::config::Scenario;
 
-    const BASE: &str = r#"name: owui
-credentials:
-  native-token: { file: t }
-  admin-pw: { file: t }
-providers:
-  native:
-    url: http://native:8000/mcp
-    credential: native-token
-    allowed_consumers: [webui]
-    tools: { allowlist: [add, echo] }
-    read: { tool: echo, arguments: { text: hi, n: 1 }, expect: { text_contains: hi } }
-  wiki:
+    /// After [`crate::config::testing::native_for`].
+    const BASE_REST: &str = r#"  wiki:
     url: http://wiki:8000/mcp
     credential: native-token
     disabled: true
@@ -210,7 +200,8 @@ clients:
 "#;
 
     fn load(block: &str, extra: &str) -> Result<Scenario, Vec<String>> {
-        crate::config::testing::load(&format!("{BASE}{block}{extra}"))
+        let head = crate::config::testing::native_for("owui", "webui", "{ text: hi, n: 1 }");
+        crate::config::testing::load(&format!("{head}{BASE_REST}{block}{extra}"))
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::apps::flowise::api::Session;
 use crate::apps::flowise::ephemeral::{self, Ephemeral};
 use crate::apps::flowise::gather::{self, RunAsk};
 use crate::apps::webapp::{ApiError, WebApp};
-use crate::check::{Probe, RunContext};
+use crate::check::{Probe, RunContext, settled};
 use crate::config::{Flowise, ReadSpec};
 use crate::mcp::Limits;
 use crate::model::Attempt;
@@ -130,15 +130,12 @@ pub struct Registry {
 
 impl Probe for Registry {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
+        settled(async move {
             let credentials = credential_index(ctx);
             let job = move |_: Rc<NsView>, session: Session, _: Redactor| async move {
                 gather::registry(&session, &credentials).await
             };
-            let view = match self.site.run(ctx, "reading Flowise's registry", job).await {
-                Ok(v) => v,
-                Err(attempt) => return attempt,
-            };
+            let view = self.site.run(ctx, "reading Flowise's registry", job).await?;
             let prefix = &self.desired.prefix;
             let mut evidence: Vec<String> = view
                 .entries
@@ -171,7 +168,7 @@ impl Probe for Registry {
                     f.actions.join(", ")
                 )
             }));
-            Attempt::from_findings(judge_registry(&view, &self.desired), evidence)
+            Ok(Attempt::from_findings(judge_registry(&view, &self.desired), evidence))
         })
     }
 }
@@ -189,7 +186,7 @@ pub struct ToolCall {
 
 impl Probe for ToolCall {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
+        settled(async move {
             let name = format!("{}{}", self.prefix, self.provider);
             let asked = Ask::of(&self.read, self.nonce_argument.as_deref());
             let ask = RunAsk {
@@ -204,10 +201,7 @@ impl Probe for ToolCall {
                 let left = eph.cleanup().await;
                 seen.map(|s| (s, left))
             };
-            let (seen, left) = match self.site.run(ctx, "running the managed chatflow", job).await {
-                Ok(s) => s,
-                Err(attempt) => return attempt,
-            };
+            let (seen, left) = self.site.run(ctx, "running the managed chatflow", job).await?;
             let asked_line = format!(
                 "{} asked through {} {:?}: {} after {} ms",
                 seen.chatflow,
@@ -225,7 +219,7 @@ impl Probe for ToolCall {
             let evidence = run_evidence(asked_line, ran, reply, left);
             let mut findings = judge_run(&self.provider, &name, &seen, &self.read, asked.nonce.as_deref());
             findings.extend(judge_run_target(&self.provider, &name, &self.origin, &seen));
-            Attempt::from_findings(findings, evidence)
+            Ok(Attempt::from_findings(findings, evidence))
         })
     }
 }
@@ -237,7 +231,7 @@ pub struct Access {
 
 impl Probe for Access {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
+        settled(async move {
             let prefix = self.desired.prefix.clone();
             let job = move |_: Rc<NsView>, session: Session, redactor: Redactor| async move {
                 let eph = Ephemeral::new(&session, &redactor);
@@ -245,10 +239,7 @@ impl Probe for Access {
                 let left = eph.cleanup().await;
                 seen.map(|s| (s, left))
             };
-            let (view, left) = match self.site.run(ctx, "observing Flowise's access rules", job).await {
-                Ok(s) => s,
-                Err(attempt) => return attempt,
-            };
+            let (view, left) = self.site.run(ctx, "observing Flowise's access rules", job).await?;
             let mut evidence: Vec<String> = view
                 .guard
                 .iter()
@@ -279,7 +270,7 @@ impl Probe for Access {
             evidence.push(format!("managed entries: [{}]", view.managed.join(", ")));
             evidence.push("users: the open-source edition has one organization, one workspace and its owner (Flowise's admin); workspace membership is an Enterprise feature and is not read".into());
             evidence.extend(warnings(left));
-            Attempt::from_findings(judge_access(&view, &self.desired), evidence)
+            Ok(Attempt::from_findings(judge_access(&view, &self.desired), evidence))
         })
     }
 }

@@ -11,18 +11,8 @@ use crate::config::{Expectation, ReadSpec, Scenario};
 use crate::model::FindingKind;
 use crate::secret::Redactor;
 
-const SCENARIO: &str = r#"name: fw
-credentials:
-  native-token: { file: t }
-  admin-pw: { file: t }
-providers:
-  native:
-    url: http://native:8000/mcp
-    credential: native-token
-    allowed_consumers: [flowise]
-    tools: { allowlist: [add, echo] }
-    read: { tool: echo, arguments: { text: hi }, expect: { text_contains: hi } }
-  legacy:
+/// After [`crate::config::testing::native_for`].
+const SCENARIO_REST: &str = r#"  legacy:
     url: http://legacy:8000/sse
     transport: sse
     credential: native-token
@@ -46,7 +36,8 @@ clients:
 "#;
 
 fn scenario() -> Scenario {
-    crate::config::testing::load(SCENARIO).unwrap()
+    let head = crate::config::testing::native_for("fw", "flowise", "{ text: hi }");
+    crate::config::testing::load(&format!("{head}{SCENARIO_REST}")).unwrap()
 }
 
 fn desired() -> Desired {

@@ -15,7 +15,7 @@ use crate::apps::n8n::ephemeral::{self, Ephemeral};
 use crate::apps::n8n::gather::{self, RunAsk};
 use crate::apps::n8n::observe::WorkflowSeen;
 use crate::apps::webapp::{ApiError, WebApp};
-use crate::check::{Probe, RunContext};
+use crate::check::{Probe, RunContext, settled};
 use crate::config::{N8n, Provider};
 use crate::mcp::Limits;
 use crate::model::Attempt;
@@ -103,7 +103,7 @@ pub struct Client {
 
 impl Probe for Client {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
+        settled(async move {
             let credentials = credential_index(ctx);
             let want = self.want.clone();
             let asked = self.want.read.as_ref().map(|r| Ask::of(r, self.nonce_argument.as_deref()));
@@ -124,10 +124,7 @@ impl Probe for Client {
                 };
                 Ok((workflows, config, run))
             };
-            let (workflows, mut findings, run) = match self.site.run(ctx, "reading n8n's workflows", job).await {
-                Ok(s) => s,
-                Err(attempt) => return attempt,
-            };
+            let (workflows, mut findings, run) = self.site.run(ctx, "reading n8n's workflows", job).await?;
             let mut evidence = workflow_lines(&workflows, &self.want.prefix);
             match (&run, &self.want.read) {
                 (Some((seen, left)), Some(read)) => {
@@ -163,7 +160,7 @@ impl Probe for Client {
                     .push(format!("provider `{}` declares no `read`: the workflow was not run", self.want.provider)),
                 _ => evidence.push("the workflow was not run: its configuration is already wrong".into()),
             }
-            Attempt::from_findings(findings, evidence)
+            Ok(Attempt::from_findings(findings, evidence))
         })
     }
 }
@@ -175,7 +172,7 @@ pub struct Server {
 
 impl Probe for Server {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
+        settled(async move {
             let credentials = credential_index(ctx);
             let path = self.provider.url.path().to_string();
             let trigger_path =
@@ -192,10 +189,7 @@ impl Probe for Server {
                 };
                 Ok((workflows, exposure))
             };
-            let (workflows, exposure) = match self.site.run(ctx, "reading n8n's workflows", job).await {
-                Ok(s) => s,
-                Err(attempt) => return attempt,
-            };
+            let (workflows, exposure) = self.site.run(ctx, "reading n8n's workflows", job).await?;
             let triggers: Vec<_> = workflows.iter().flat_map(|w| w.triggers.iter().map(move |t| (w, t))).collect();
             let mut evidence: Vec<String> = triggers
                 .iter()
@@ -223,7 +217,10 @@ impl Probe for Server {
                     _ => format!("{}: nothing", e.url),
                 });
             }
-            Attempt::from_findings(judge_server(&self.provider, &trigger_path, &triggers, exposure.as_ref()), evidence)
+            Ok(Attempt::from_findings(
+                judge_server(&self.provider, &trigger_path, &triggers, exposure.as_ref()),
+                evidence,
+            ))
         })
     }
 }
@@ -236,13 +233,10 @@ pub struct Workflows {
 
 impl Probe for Workflows {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
+        settled(async move {
             let credentials = credential_index(ctx);
             let job = move |_: Rc<NsView>, api: N8nApi| async move { gather::workflows(&api, &credentials).await };
-            let workflows = match self.site.run(ctx, "reading n8n's workflows", job).await {
-                Ok(w) => w,
-                Err(attempt) => return attempt,
-            };
+            let workflows = self.site.run(ctx, "reading n8n's workflows", job).await?;
             let mut evidence = workflow_lines(&workflows, &self.set.prefix);
             let people = workflows.iter().filter(|w| !w.name.starts_with(&self.set.prefix)).count();
             evidence.push(format!(
@@ -250,7 +244,7 @@ impl Probe for Workflows {
                 workflows.len() - people,
                 self.set.prefix
             ));
-            Attempt::from_findings(judge_workflows(&workflows, &self.set), evidence)
+            Ok(Attempt::from_findings(judge_workflows(&workflows, &self.set), evidence))
         })
     }
 }

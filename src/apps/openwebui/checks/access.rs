@@ -17,7 +17,7 @@ use crate::apps::openwebui::gather::{self, group_ids};
 use crate::apps::openwebui::idp_admin::Admin;
 use crate::apps::openwebui::observe::GroupSeen;
 use crate::apps::openwebui::oidc::{self, Login};
-use crate::check::{Probe, RunContext};
+use crate::check::{Probe, RunContext, settled};
 use crate::config::Oidc;
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
@@ -255,7 +255,7 @@ pub struct Access {
 
 impl Probe for Access {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
+        settled(async move {
             let _shared = self.site.turns.shared().await;
             let webui = self.site.webui(ctx);
             let wrong_app: Vec<String> = webui
@@ -267,17 +267,14 @@ impl Probe for Access {
             let plan =
                 AccessPlan { case: self.case, desired: self.desired.clone(), wrong_app, oidc: oidc_of(ctx, webui) };
             let job = move |view: Rc<NsView>, signin: Signin| async move { plan.observe(&view, &signin).await };
-            let seen = match self.site.run(ctx, "observing group access", job).await {
-                Ok(s) => s,
-                Err(attempt) => return attempt,
-            };
+            let seen = self.site.run(ctx, "observing group access", job).await?;
             let mut evidence: Vec<String> = seen.notes.clone();
             evidence.extend(seen.phases.iter().map(|p| format!("{}{}", p.when.text(), p.view.evidence())));
             evidence.extend(warnings(seen.left.clone()));
             if let Some(problem) = &seen.problem {
-                return Attempt::failed(vec![problem.clone().fact("phase", "setup")], evidence);
+                return Ok(Attempt::failed(vec![problem.clone().fact("phase", "setup")], evidence));
             }
-            Attempt::from_findings(judge_phases(&seen.phases), evidence)
+            Ok(Attempt::from_findings(judge_phases(&seen.phases), evidence))
         })
     }
 }

@@ -23,7 +23,7 @@ use crate::apps::openwebui::gather;
 use crate::apps::openwebui::idp_admin::Admin;
 use crate::apps::openwebui::observe::{AdminView, Destination, UserView};
 use crate::apps::openwebui::oidc::Idp;
-use crate::check::{Probe, RunContext};
+use crate::check::{Probe, RunContext, settled};
 use crate::checks::kit::vantage::client_target;
 use crate::config::{IdpAdmin, KeycloakGrant, Oidc, OpenWebui};
 use crate::deployment::Deployment;
@@ -179,17 +179,14 @@ pub struct Connections {
 
 impl Probe for Connections {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
+        settled(async move {
             let _shared = self.site.turns.shared().await;
             let managed = self.desired.managed();
             let job = |ns: Rc<NsView>, signin: Signin| async move {
                 let (api, admin) = signin.open().await?;
                 observe_connections(&ns, &api, &admin, &signin, &managed).await
             };
-            let view = match self.site.run(ctx, "reading the admin view", job).await {
-                Ok(seen) => seen.placed(ctx),
-                Err(attempt) => return attempt,
-            };
+            let view = self.site.run(ctx, "reading the admin view", job).await?.placed(ctx);
             let managed = self.desired.managed();
             let evidence = view
                 .connections
@@ -200,7 +197,7 @@ impl Probe for Connections {
                 })
                 .collect::<Vec<_>>();
             let evidence = if evidence.is_empty() { vec!["connection: none".to_string()] } else { evidence };
-            Attempt::from_findings(judge_connections(&view, &self.desired), evidence)
+            Ok(Attempt::from_findings(judge_connections(&view, &self.desired), evidence))
         })
     }
 }
@@ -290,17 +287,14 @@ pub struct Reach {
 
 impl Probe for Reach {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
+        settled(async move {
             let _shared = self.site.turns.shared().await;
             let provider = self.provider.clone();
             let job = |_: Rc<NsView>, signin: Signin| async move {
                 let (api, admin) = signin.open().await?;
                 gather::specs(&api, &admin, &provider).await
             };
-            let seen = match self.site.run(ctx, "asking Open WebUI for the tools", job).await {
-                Ok(s) => s,
-                Err(attempt) => return attempt,
-            };
+            let seen = self.site.run(ctx, "asking Open WebUI for the tools", job).await?;
             let allowlist = &ctx.scenario.provider(&self.provider).expect("planned").tools.allowlist;
             let evidence = vec![format!(
                 "GET /api/v1/tools/id/server:mcp:{}/specs as the admin: {} {}",
@@ -308,7 +302,7 @@ impl Probe for Reach {
                 seen.status,
                 seen.tools.as_ref().map_or(seen.detail.clone(), |t| format!("[{}]", t.join(", ")))
             )];
-            Attempt::from_findings(judge_reach(&self.provider, &seen, allowlist), evidence)
+            Ok(Attempt::from_findings(judge_reach(&self.provider, &seen, allowlist), evidence))
         })
     }
 }

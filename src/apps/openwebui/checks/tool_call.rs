@@ -26,7 +26,7 @@ use crate::apps::clientapp::{meets, nonce, prompt, with_nonce};
 use crate::apps::openwebui::chat::{self, CallSeen, ChatSeen, ToolCallAsk};
 use crate::apps::openwebui::ephemeral::Ephemeral;
 use crate::apps::openwebui::gather::{self, group_ids};
-use crate::check::{Probe, RunContext};
+use crate::check::{Probe, RunContext, settled};
 use crate::config::{Expectation, ReadSpec};
 use crate::model::{Attempt, Finding, FindingKind};
 use crate::netns::NsView;
@@ -56,7 +56,7 @@ pub struct Asked {
 
 impl Probe for ToolCall {
     fn run<'a>(&'a self, ctx: &'a RunContext) -> BoxFuture<'a, Attempt> {
-        Box::pin(async move {
+        settled(async move {
             let _shared = self.site.turns.shared().await;
             let function = format!("{}_{}", self.provider, self.read.tool);
             let nonce = self.nonce_argument.as_ref().map(|_| nonce());
@@ -97,13 +97,10 @@ impl Probe for ToolCall {
                 let left = eph.cleanup().await;
                 seen.map(|s| (s, left))
             };
-            let (seen, left) = match self.site.run(ctx, "running a chat with a tool call", job).await {
-                Ok(s) => s,
-                Err(attempt) => return attempt,
-            };
+            let (seen, left) = self.site.run(ctx, "running a chat with a tool call", job).await?;
             let mut evidence = evidence(&seen, &self.model, nonce.as_deref());
             evidence.extend(warnings(left));
-            Attempt::from_findings(judge_tool_call(&self.provider, &seen, &asked), evidence)
+            Ok(Attempt::from_findings(judge_tool_call(&self.provider, &seen, &asked), evidence))
         })
     }
 }
