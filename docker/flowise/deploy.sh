@@ -21,14 +21,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 app=flowise
 spec_name=registry.json
 . "$here/../client-stack.sh"
-spec="$(python3 - "$spec_file" <<'PY'
-import json, os, sys
-spec = json.load(open(sys.argv[1]))
-spec.pop("//", None)
-def need(var):
-    if var not in os.environ:
-        sys.exit(f"deploy.sh: {var} is not set")
-    return os.environ[var]
+spec="$(render_spec "$(cat <<'PY'
 for e in spec["entries"]:
     e["key"] = need(e.pop("key_env"))
     extra = e.get("extra_auth_config") or {}
@@ -41,9 +34,8 @@ for v in spec.get("variables", []):
 spec.setdefault("prefix", "infinito:")
 spec["admin"] = {"email": "admin@cordon.test", "password": need("FLOWISE_ADMIN_PASSWORD")}
 spec["model"] = {"name": "cordon-scripted", "base_url": "http://model:9100/v1", "key": need("MODEL_KEY")}
-print(json.dumps(spec))
 PY
-)"
+)")"
 say "2/2 the platform's reconciler: admin, model credential, entries, chatflows, keys"
 provision "$spec"
 say "deployed in $((SECONDS - t0)) s"

@@ -27,14 +27,7 @@ if [ "${1:-}" = up ] && [ -z "$key_file" ]; then
     exit 2
 fi
 . "$here/../client-stack.sh"
-spec="$(python3 - "$spec_file" <<'PY'
-import json, os, sys
-spec = json.load(open(sys.argv[1]))
-spec.pop("//", None)
-def need(var):
-    if var not in os.environ:
-        sys.exit(f"deploy.sh: {var} is not set")
-    return os.environ[var]
+spec="$(render_spec "$(cat <<'PY'
 for w in spec["workflows"] + ([spec["server"]] if spec.get("server") else []):
     w["key"] = need(w.pop("key_env"))
     if "notes_env" in w:
@@ -44,9 +37,8 @@ for h in spec.get("human", []):
 spec.setdefault("prefix", "infinito:")
 spec["owner"] = {"email": "owner@cordon.test", "password": need("N8N_OWNER_PASSWORD")}
 spec["model"] = {"base_url": "http://model:9100/v1", "key": need("MODEL_KEY")}
-print(json.dumps(spec))
 PY
-)"
+)")"
 say "2/2 the platform's deploy step: owner, credentials, workflows, API key"
 umask 077
 provision "$spec" > "$key_file.tmp"

@@ -33,17 +33,9 @@ if [ -z "${OWUI_VENV:-}" ]; then
     [ -f "$paths" ] || { say "no $paths: run tests/openwebui/setup.sh first"; exit 1; }
     set -a; . "$paths"; set +a
 fi
-files=(-f "$here/compose.yaml")
-override="$here/no-override.yaml"
-connections="$here/connections.json"
-if [ -n "$variant" ]; then
-    [ -f "$variant/compose.yaml" ] && override="$variant/compose.yaml"
-    [ -f "$variant/connections.json" ] && connections="$variant/connections.json"
-    if [ -f "$variant/env" ]; then set -a; . "$variant/env"; set +a; fi
-fi
-files+=(-f "$override")
-. "$(dirname "${BASH_SOURCE[0]}")/../compose-cli.sh"
-compose() { "${compose_cli[@]}" -p "$project" "${files[@]}" "$@"; }
+. "$here/../variant.sh"
+apply_variant "$here/no-override.yaml" connections.json
+connections="$state_file"
 
 if [ "$verb" = down ]; then
     export TOOL_SERVER_CONNECTIONS='[]'
@@ -97,25 +89,11 @@ say "3/3 (re)creating Open WebUI with TOOL_SERVER_CONNECTIONS (the groups' ids i
 TOOL_SERVER_CONNECTIONS="$rendered" compose up -d --no-build --no-deps openwebui >&2
 printf '{"admin":null,"connections":[]}' | in_webui wait
 say "    recreate to /ready took $((SECONDS - t1))s; deployed in $((SECONDS - t0))s"
-# On a Docker 20.10 daemon that leaves a swarm ("docker swarm leave", seen on shared
-# machines), bridge networks created while it was a manager lose their endpoints: the
-# containers keep running with no network at all. Recreate those, twice at most, then say so.
-for round in 1 2 3; do
-    broken=()
-    for service in $(compose config --services); do
-        c="$(compose ps -q "$service")"
-        if [ -n "$c" ] && [ "$(docker inspect --format '{{len .NetworkSettings.Networks}}' "$c")" -eq 0 ]; then
-            broken+=("$service")
-        fi
-    done
-    [ ${#broken[@]} -eq 0 ] && exit 0
-    if [ "$round" -eq 3 ]; then
-        say "${broken[*]} still run without any network (an engine fault): deploy again"
-        exit 1
-    fi
-    say "${broken[*]} lost their networks (an engine fault): recreating them"
-    TOOL_SERVER_CONNECTIONS="$rendered" compose up -d --no-build --no-deps --force-recreate "${broken[@]}" >&2
-    if printf '%s\n' "${broken[@]}" | grep -qx openwebui; then
+. "$here/../heal-networks.sh"
+recreate() {
+    TOOL_SERVER_CONNECTIONS="$rendered" compose up -d --no-build --no-deps --force-recreate "$@" >&2
+    if printf '%s\n' "$@" | grep -qx openwebui; then
         printf '{}' | in_webui wait
     fi
-done
+}
+heal_networks

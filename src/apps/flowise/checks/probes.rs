@@ -123,6 +123,7 @@ impl Site {
     }
 }
 
+/// `flowise::registry`: Flowise's custom MCP servers, variables and flows, read as its admin.
 pub struct Registry {
     pub site: Site,
     pub desired: Desired,
@@ -173,6 +174,8 @@ impl Probe for Registry {
     }
 }
 
+/// `flowise::tool_call::<provider>`: the managed flow run once, and what Flowise recorded of
+/// the read it made.
 pub struct ToolCall {
     pub site: Site,
     pub provider: String,
@@ -224,6 +227,7 @@ impl Probe for ToolCall {
     }
 }
 
+/// `flowise::access`: Flowise's SSRF guard, and which API keys see the managed servers.
 pub struct Access {
     pub site: Site,
     pub desired: Desired,

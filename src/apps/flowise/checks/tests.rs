@@ -12,12 +12,7 @@ use crate::model::FindingKind;
 use crate::secret::Redactor;
 
 /// After [`crate::config::testing::native_for`].
-const SCENARIO_REST: &str = r#"  legacy:
-    url: http://legacy:8000/sse
-    transport: sse
-    credential: native-token
-    allowed_consumers: [flowise]
-    tools: { allowlist: [echo] }
+const SCENARIO_REST: &str = r#"  legacy: { url: "http://legacy:8000/sse", transport: sse, credential: native-token, allowed_consumers: [flowise], tools: { allowlist: [echo] } }
   wiki:
     url: http://wiki:8000/mcp
     credential: native-token

@@ -94,6 +94,8 @@ fn workflow_lines(workflows: &[WorkflowSeen], prefix: &str) -> Vec<String> {
     out
 }
 
+/// `n8n::client::<provider>`: the provider's managed workflow, its MCP Client Tool nodes,
+/// and one run of it through its webhook.
 pub struct Client {
     pub site: Site,
     pub want: WantedClient,
@@ -165,6 +167,7 @@ impl Probe for Client {
     }
 }
 
+/// `n8n::server`: the MCP Server Trigger that serves the provider n8n is, and its endpoint.
 pub struct Server {
     pub site: Site,
     pub provider: Provider,

@@ -247,6 +247,7 @@ impl Work<'_> {
     }
 }
 
+/// `openwebui::access::<case>`: what each ephemeral user sees before and after a group change.
 pub struct Access {
     pub site: Site,
     pub desired: Desired,

@@ -172,6 +172,7 @@ async fn forget_at_idp(view: &NsView, o: &Oidc, secret: &Secret, signin: &Signin
     left
 }
 
+/// `openwebui::connections`: the tool-server connections in the admin view, and their grants.
 pub struct Connections {
     pub site: Site,
     pub desired: Desired,
@@ -280,6 +281,7 @@ fn owned_destinations(
         .collect()
 }
 
+/// `openwebui::reach::<provider>`: the tools Open WebUI itself lists for the provider.
 pub struct Reach {
     pub site: Site,
     pub provider: String,

@@ -33,6 +33,7 @@ use crate::netns::NsView;
 
 const CHAT_BUDGET: Duration = Duration::from_secs(60);
 
+/// `openwebui::tool_call::<provider>`: a chat whose model calls the provider's read tool.
 pub struct ToolCall {
     pub site: Site,
     pub provider: String,
